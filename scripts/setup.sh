@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# One-command set-up on a fresh Debian machine: system packages, the pinned llama.cpp (built into a cache outside
+# the repo, keyed by version), the Python test/benchmark oracles (in a private venv), then build/mmirage.
+# Idempotent: a second run only rebuilds what changed.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${MMIRAGE_CACHE:-$HOME/.cache/mmirage}"
+NLC_VERSION="3.21.1"                      # npm node-llama-cpp version that carries our llama.cpp
+NLC_SHA256="7a231d6bafa14142a1cbed9893d4ec5bc6041b2a5f5939a623accaab4203c11f"
+LLAMA_COMMIT="80fb11ac73e66d89eae2c6a91d8a77428fa733ed"
+LLAMA_DIR="$CACHE/llama.cpp/$NLC_VERSION-${LLAMA_COMMIT:0:7}"
+VENV="$CACHE/venv"
+JOBS="${MMIRAGE_JOBS:-$(nproc)}"
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# ---- 1. system packages -------------------------------------------------------------------------------------------
+APT_PKGS=(build-essential cmake ninja-build git ccache pkg-config libyaml-cpp-dev libcli11-dev libsimdjson-dev
+          libzstd-dev zlib1g-dev libgtest-dev python3 python3-venv npm)
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# node/npm may come from elsewhere (e.g. a preinstalled Node.js); only ask apt for npm if npm is absent.
+if command -v npm >/dev/null 2>&1; then missing=("${missing[@]/npm}"); fi
+if command -v python3 >/dev/null 2>&1 && python3 -m venv --help >/dev/null 2>&1; then
+  missing=("${missing[@]/python3-venv}"); missing=("${missing[@]/python3}")
+fi
+read -r -a missing <<<"${missing[*]}"
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# ---- 2. llama.cpp, pinned through the npm package, built once into the cache -------------------------------------
+build_llama() {
+  if [ -f "$LLAMA_DIR/.built" ]; then log "llama.cpp cached at $LLAMA_DIR"; return; fi
+  mkdir -p "$LLAMA_DIR"
+  local tmp; tmp="$(mktemp -d)"
+  log "fetching node-llama-cpp@$NLC_VERSION (llama.cpp source bundle)"
+  (cd "$tmp" && npm pack --silent "node-llama-cpp@$NLC_VERSION" >/dev/null)
+  local tgz="$tmp/node-llama-cpp-$NLC_VERSION.tgz"
+  echo "$NLC_SHA256  $tgz" | sha256sum -c --quiet - || { log "checksum mismatch for $tgz"; exit 1; }
+  tar xzf "$tgz" -C "$tmp" package/llama/gitRelease.bundle
+  rm -rf "$LLAMA_DIR/src"
+  git clone -q "$tmp/package/llama/gitRelease.bundle" "$LLAMA_DIR/src"
+  git -C "$LLAMA_DIR/src" checkout -q "$LLAMA_COMMIT"
+  rm -rf "$tmp"
+  log "building llama.cpp targets ggml, llama, common (a few minutes on 2 cores; cached afterwards)"
+  cmake -S "$LLAMA_DIR/src" -B "$LLAMA_DIR/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=OFF -DGGML_NATIVE=ON -DGGML_CCACHE=ON \
+    ${MMIRAGE_LLAMA_CMAKE_ARGS:-} >/dev/null
+  cmake --build "$LLAMA_DIR/build" -j "$JOBS" --target llama ggml common >/dev/null
+  touch "$LLAMA_DIR/.built"
+}
+[ "${MMIRAGE_SKIP_LLAMA:-0}" = 1 ] || build_llama
+
+# ---- 3. Python oracles for tests and benchmarks (never used by the product) --------------------------------------
+if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$ROOT/tests/requirements.txt" "$VENV/.requirements.txt"; then
+  log "creating test venv at $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tests/requirements.txt"
+  cp "$ROOT/tests/requirements.txt" "$VENV/.requirements.txt"
+fi
+
+# ---- 4. mmirage itself ----------------------------------------------------------------------------------------------
+cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE="${MMIRAGE_BUILD_TYPE:-Release}" \
+  -DMMIRAGE_LLAMA_DIR="$LLAMA_DIR" -DMMIRAGE_PYTHON="$VENV/bin/python" >/dev/null
+cmake --build "$ROOT/build" -j "$JOBS"
+log "done: $ROOT/build/mmirage"

@@ -1,0 +1,240 @@
+#include "data/json.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+namespace mmirage {
+namespace {
+
+Value FromDom(simdjson::dom::element e) {
+  using simdjson::dom::element_type;
+  switch (e.type()) {
+    case element_type::NULL_VALUE: return Value();
+    case element_type::BOOL: return Value(bool(e.get_bool().value_unsafe()));
+    case element_type::INT64: return Value(int64_t(e.get_int64().value_unsafe()));
+    case element_type::UINT64: return Value(double(e.get_uint64().value_unsafe()));
+    case element_type::DOUBLE: return Value(double(e.get_double().value_unsafe()));
+    case element_type::STRING: return Value(std::string_view(e.get_string().value_unsafe()));
+    case element_type::ARRAY: {
+      Value::Array arr;
+      simdjson::dom::array a = e.get_array().value_unsafe();
+      arr.reserve(a.size());
+      for (simdjson::dom::element child : a) arr.push_back(FromDom(child));
+      return Value(std::move(arr));
+    }
+    case element_type::OBJECT: {
+      Value::Object obj;
+      simdjson::dom::object o = e.get_object().value_unsafe();
+      obj.reserve(o.size());
+      for (auto field : o) {
+        std::string_view k = field.key;
+        // JSON allows duplicate keys; like Python's json, the last one wins (at the first one's position).
+        bool replaced = false;
+        for (auto& m : obj) {
+          if (m.first == k) {
+            m.second = FromDom(field.value);
+            replaced = true;
+            break;
+          }
+        }
+        if (!replaced) obj.emplace_back(std::string(k), FromDom(field.value));
+      }
+      return Value(std::move(obj));
+    }
+  }
+  return Value();
+}
+
+void AppendJsonPretty(const Value& v, int indent, int depth, bool sort_keys, std::string* out) {
+  auto newline = [&](int d) {
+    out->push_back('\n');
+    out->append(static_cast<size_t>(indent * d), ' ');
+  };
+  if (v.is_array() && v.size() > 0) {
+    out->push_back('[');
+    bool first = true;
+    for (const Value& e : v.as_array()) {
+      if (!first) out->push_back(',');
+      first = false;
+      newline(depth + 1);
+      AppendJsonPretty(e, indent, depth + 1, sort_keys, out);
+    }
+    newline(depth);
+    out->push_back(']');
+  } else if (v.is_object() && v.size() > 0) {
+    std::vector<const Value::Member*> members;
+    for (const auto& m : v.as_object()) members.push_back(&m);
+    if (sort_keys) {
+      std::stable_sort(members.begin(), members.end(),
+                       [](const Value::Member* a, const Value::Member* b) { return a->first < b->first; });
+    }
+    out->push_back('{');
+    bool first = true;
+    for (const auto* m : members) {
+      if (!first) out->push_back(',');
+      first = false;
+      newline(depth + 1);
+      AppendJsonString(m->first, out);
+      out->append(": ");
+      AppendJsonPretty(m->second, indent, depth + 1, sort_keys, out);
+    }
+    newline(depth);
+    out->push_back('}');
+  } else {
+    AppendJson(v, out);
+  }
+}
+
+}  // namespace
+
+Result<Value> ParseJson(std::string_view text) {
+  thread_local simdjson::dom::parser parser;
+  // simdjson needs SIMDJSON_PADDING readable bytes after the text; copy into a padded buffer.
+  thread_local simdjson::padded_string buf;
+  if (buf.size() < text.size() || buf.size() > text.size() + (1 << 20)) {
+    buf = simdjson::padded_string(text.size());
+  }
+  std::memcpy(buf.data(), text.data(), text.size());
+  simdjson::dom::element root;
+  auto err = parser.parse(buf.data(), text.size(), false).get(root);
+  if (err) return Status::Corruption(std::string("invalid JSON: ") + simdjson::error_message(err));
+  return FromDom(root);
+}
+
+void AppendJsonString(std::string_view s, std::string* out) {
+  static const char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out->append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
+      case '\b': out->append("\\b"); break;
+      case '\f': out->append("\\f"); break;
+      default:
+        out->append("\\u00");
+        out->push_back(kHex[c >> 4]);
+        out->push_back(kHex[c & 15]);
+    }
+  }
+  out->append(s.data() + run, s.size() - run);
+  out->push_back('"');
+}
+
+void AppendDouble(double d, std::string* out) {
+  if (std::isnan(d)) { out->append("nan"); return; }
+  if (std::isinf(d)) { out->append(d < 0 ? "-inf" : "inf"); return; }
+  if (d == 0) { out->append(std::signbit(d) ? "-0.0" : "0.0"); return; }
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+  // buf = [-]D[.DDDD]e[+-]XX
+  std::string_view sci(buf, static_cast<size_t>(r.ptr - buf));
+  bool neg = sci[0] == '-';
+  if (neg) sci.remove_prefix(1);
+  size_t epos = sci.find('e');
+  std::string digits;
+  for (size_t i = 0; i < epos; ++i) if (sci[i] != '.') digits.push_back(sci[i]);
+  int exp10 = std::atoi(std::string(sci.substr(epos + 1)).c_str());
+  if (neg) out->push_back('-');
+  if (exp10 >= -5 + 1 && exp10 < 16) {  // Python: fixed when -4 <= exp < 16
+    if (exp10 >= 0) {
+      if (static_cast<int>(digits.size()) <= exp10 + 1) {
+        out->append(digits);
+        out->append(static_cast<size_t>(exp10 + 1 - static_cast<int>(digits.size())), '0');
+        out->append(".0");
+      } else {
+        out->append(digits, 0, static_cast<size_t>(exp10 + 1));
+        out->push_back('.');
+        out->append(digits, static_cast<size_t>(exp10 + 1), std::string::npos);
+      }
+    } else {
+      out->append("0.");
+      out->append(static_cast<size_t>(-exp10 - 1), '0');
+      out->append(digits);
+    }
+  } else {
+    out->push_back(digits[0]);
+    if (digits.size() > 1) {
+      out->push_back('.');
+      out->append(digits, 1, std::string::npos);
+    }
+    out->push_back('e');
+    out->push_back(exp10 < 0 ? '-' : '+');
+    int a = exp10 < 0 ? -exp10 : exp10;
+    if (a < 10) out->push_back('0');
+    out->append(std::to_string(a));
+  }
+}
+
+std::string FormatDouble(double d) {
+  std::string s;
+  AppendDouble(d, &s);
+  return s;
+}
+
+void AppendJson(const Value& v, std::string* out) {
+  switch (v.type()) {
+    case Value::Type::kNull: out->append("null"); break;
+    case Value::Type::kBool: out->append(v.as_bool() ? "true" : "false"); break;
+    case Value::Type::kInt: {
+      char buf[24];
+      auto r = std::to_chars(buf, buf + sizeof buf, v.as_int());
+      out->append(buf, r.ptr);
+      break;
+    }
+    case Value::Type::kDouble:
+      if (!std::isfinite(v.as_double())) out->append("null");
+      else AppendDouble(v.as_double(), out);
+      break;
+    case Value::Type::kString: AppendJsonString(v.as_string(), out); break;
+    case Value::Type::kArray: {
+      out->push_back('[');
+      bool first = true;
+      for (const Value& e : v.as_array()) {
+        if (!first) out->push_back(',');
+        first = false;
+        AppendJson(e, out);
+      }
+      out->push_back(']');
+      break;
+    }
+    case Value::Type::kObject: {
+      out->push_back('{');
+      bool first = true;
+      for (const auto& m : v.as_object()) {
+        if (!first) out->push_back(',');
+        first = false;
+        AppendJsonString(m.first, out);
+        out->push_back(':');
+        AppendJson(m.second, out);
+      }
+      out->push_back('}');
+      break;
+    }
+  }
+}
+
+std::string ToJson(const Value& v) {
+  std::string s;
+  AppendJson(v, &s);
+  return s;
+}
+
+std::string ToJsonPretty(const Value& v, int indent, bool sort_keys) {
+  std::string s;
+  AppendJsonPretty(v, indent, 0, sort_keys, &s);
+  return s;
+}
+
+}  // namespace mmirage

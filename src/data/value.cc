@@ -1,0 +1,82 @@
+#include "data/value.h"
+
+#include <algorithm>
+
+namespace mmirage {
+
+Value::Array& Value::mutable_array() {
+  if (a_.use_count() > 1) a_ = std::make_shared<Array>(*a_);
+  return *a_;
+}
+
+Value::Object& Value::mutable_object() {
+  if (o_.use_count() > 1) o_ = std::make_shared<Object>(*o_);
+  return *o_;
+}
+
+const Value* Value::Find(std::string_view key) const {
+  if (type_ != Type::kObject) return nullptr;
+  for (const auto& m : *o_) {
+    if (m.first == key) return &m.second;
+  }
+  return nullptr;
+}
+
+void Value::Set(std::string_view key, Value v) {
+  Object& o = mutable_object();
+  for (auto& m : o) {
+    if (m.first == key) {
+      m.second = std::move(v);
+      return;
+    }
+  }
+  o.emplace_back(std::string(key), std::move(v));
+}
+
+size_t Value::size() const {
+  switch (type_) {
+    case Type::kArray: return a_->size();
+    case Type::kObject: return o_->size();
+    case Type::kString: return s_.size();
+    default: return 0;
+  }
+}
+
+bool Value::operator==(const Value& other) const {
+  if (is_number() && other.is_number()) {
+    if (is_int() && other.is_int()) return i_ == other.i_;
+    return as_number() == other.as_number();
+  }
+  if (type_ != other.type_) return false;
+  switch (type_) {
+    case Type::kNull: return true;
+    case Type::kBool: return b_ == other.b_;
+    case Type::kString: return s_ == other.s_;
+    case Type::kArray: return a_ == other.a_ || *a_ == *other.a_;
+    case Type::kObject: {
+      if (o_ == other.o_) return true;
+      if (o_->size() != other.o_->size()) return false;
+      for (const auto& m : *o_) {
+        const Value* v = other.Find(m.first);
+        if (v == nullptr || !(*v == m.second)) return false;
+      }
+      return true;
+    }
+    default: return false;
+  }
+}
+
+const char* Value::TypeName() const {
+  switch (type_) {
+    case Type::kNull: return "null";
+    case Type::kBool: return "boolean";
+    case Type::kInt:
+    case Type::kDouble: return "number";
+    case Type::kString: return "string";
+    case Type::kArray: return "array";
+    case Type::kObject: return "object";
+  }
+  return "null";
+}
+
+}  // namespace mmirage

@@ -1,0 +1,91 @@
+// Value: the JSON-shaped value every row, variable and output is made of.
+//
+// Null, bool, 64-bit int, double, string, array and object (keys kept in insertion order, as Python dicts and
+// HF datasets keep them). Arrays and objects are shared and copy-on-write, so copying a Value is cheap (one
+// refcount) and values can be passed between stages without deep copies.
+// Equality is JSON equality: 1 == 1.0, object equality ignores key order.
+// Thread-safety: a Value may be read from several threads; mutating one that shares its storage copies first,
+// so mutation never affects other holders — but a single Value must not be mutated concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace mmirage {
+
+class Value {
+ public:
+  enum class Type : uint8_t { kNull, kBool, kInt, kDouble, kString, kArray, kObject };
+  using Array = std::vector<Value>;
+  using Member = std::pair<std::string, Value>;
+  using Object = std::vector<Member>;
+
+  Value() = default;  // null
+  Value(std::nullptr_t) {}  // NOLINT
+  Value(bool b) : type_(Type::kBool), b_(b) {}  // NOLINT
+  Value(int v) : type_(Type::kInt), i_(v) {}  // NOLINT
+  Value(int64_t v) : type_(Type::kInt), i_(v) {}  // NOLINT
+  Value(double v) : type_(Type::kDouble), d_(v) {}  // NOLINT
+  Value(std::string s) : type_(Type::kString), s_(std::move(s)) {}  // NOLINT
+  Value(std::string_view s) : type_(Type::kString), s_(s) {}  // NOLINT
+  Value(const char* s) : type_(Type::kString), s_(s) {}  // NOLINT
+  Value(Array a) : type_(Type::kArray), a_(std::make_shared<Array>(std::move(a))) {}  // NOLINT
+  Value(Object o) : type_(Type::kObject), o_(std::make_shared<Object>(std::move(o))) {}  // NOLINT
+  static Value EmptyArray() { return Value(Array{}); }
+  static Value EmptyObject() { return Value(Object{}); }
+
+  Type type() const { return type_; }
+  bool is_null() const { return type_ == Type::kNull; }
+  bool is_bool() const { return type_ == Type::kBool; }
+  bool is_int() const { return type_ == Type::kInt; }
+  bool is_double() const { return type_ == Type::kDouble; }
+  bool is_number() const { return type_ == Type::kInt || type_ == Type::kDouble; }
+  bool is_string() const { return type_ == Type::kString; }
+  bool is_array() const { return type_ == Type::kArray; }
+  bool is_object() const { return type_ == Type::kObject; }
+
+  // REQUIRES: the matching type (as_number: int or double).
+  bool as_bool() const { return b_; }
+  int64_t as_int() const { return i_; }
+  double as_double() const { return d_; }
+  double as_number() const { return type_ == Type::kInt ? static_cast<double>(i_) : d_; }
+  const std::string& as_string() const { return s_; }
+  const Array& as_array() const { return *a_; }
+  const Object& as_object() const { return *o_; }
+  // Copy-on-write access. REQUIRES: is_array() / is_object().
+  Array& mutable_array();
+  Object& mutable_object();
+
+  // Object member lookup (linear; rows are small). nullptr when absent or not an object.
+  const Value* Find(std::string_view key) const;
+  // Object insert-or-replace, keeping the position of an existing key. REQUIRES: is_object().
+  void Set(std::string_view key, Value v);
+  // Array append. REQUIRES: is_array().
+  void Push(Value v) { mutable_array().push_back(std::move(v)); }
+
+  // Number of elements (array), members (object) or bytes (string); 0 otherwise.
+  size_t size() const;
+
+  bool operator==(const Value& other) const;
+  bool operator!=(const Value& other) const { return !(*this == other); }
+
+  // "null", "boolean", "number", "string", "array", "object" (JSON type names, as JMESPath's type()).
+  const char* TypeName() const;
+
+ private:
+  Type type_ = Type::kNull;
+  union {
+    bool b_;
+    int64_t i_ = 0;
+    double d_;
+  };
+  std::string s_;
+  std::shared_ptr<Array> a_;
+  std::shared_ptr<Object> o_;
+};
+
+}  // namespace mmirage

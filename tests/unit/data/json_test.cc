@@ -1,0 +1,52 @@
+#include "data/json.h"
+
+#include <gtest/gtest.h>
+
+namespace mmirage {
+namespace {
+
+TEST(JsonTest, RoundTripKeepsKeyOrderAndTypes) {
+  auto v = ParseJson(R"({"b":1,"a":[true,null,2.5,"x\n\u00e9"],"c":{"z":-3}})");
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(ToJson(*v), "{\"b\":1,\"a\":[true,null,2.5,\"x\\n\xc3\xa9\"],\"c\":{\"z\":-3}}");
+  EXPECT_TRUE(v->Find("b")->is_int());
+  EXPECT_TRUE(v->Find("a")->as_array()[2].is_double());
+}
+
+TEST(JsonTest, InvalidJsonIsCorruption) {
+  auto v = ParseJson("{\"a\":");
+  ASSERT_FALSE(v.ok());
+  EXPECT_TRUE(v.status().IsCorruption());
+}
+
+TEST(JsonTest, DoublesPrintLikePythonRepr) {
+  EXPECT_EQ(FormatDouble(0.1), "0.1");
+  EXPECT_EQ(FormatDouble(2.5), "2.5");
+  EXPECT_EQ(FormatDouble(1.0), "1.0");
+  EXPECT_EQ(FormatDouble(1e20), "1e+20");
+  EXPECT_EQ(FormatDouble(1e16), "1e+16");
+  EXPECT_EQ(FormatDouble(1e15), "1000000000000000.0");
+  EXPECT_EQ(FormatDouble(0.0001), "0.0001");
+  EXPECT_EQ(FormatDouble(0.00001), "1e-05");
+  EXPECT_EQ(FormatDouble(-1.5e-7), "-1.5e-07");
+  EXPECT_EQ(FormatDouble(123.456), "123.456");
+}
+
+TEST(ValueTest, EqualityIsJsonEquality) {
+  EXPECT_EQ(Value(1), Value(1.0));
+  EXPECT_EQ(*ParseJson(R"({"a":1,"b":2})"), *ParseJson(R"({"b":2,"a":1})"));
+  EXPECT_NE(Value(true), Value(1));
+  EXPECT_NE(Value("1"), Value(1));
+}
+
+TEST(ValueTest, CopyOnWriteDoesNotAffectOtherHolders) {
+  Value a = Value::EmptyArray();
+  a.Push(1);
+  Value b = a;
+  b.Push(2);
+  EXPECT_EQ(a.size(), 1u);
+  EXPECT_EQ(b.size(), 2u);
+}
+
+}  // namespace
+}  // namespace mmirage
