@@ -1,0 +1,113 @@
+#include "query/jmespath.h"
+
+#include <array>
+#include <utility>
+#include <vector>
+
+#include "query/jmespath_ast.h"
+#include "query/jmespath_interpreter.h"
+
+namespace mmirage::query {
+namespace {
+
+// Message prefixes of the statuses this module creates, one per kind (see jmespath_parser.cc and the
+// "invalid-type: " / "invalid-value: " messages of the interpreter and functions).
+constexpr std::array<std::pair<std::string_view, ErrorKind>, 5> kPrefixes = {{
+    {"syntax error at column ", ErrorKind::kSyntax},
+    {"unknown function '", ErrorKind::kUnknownFunction},
+    {"function '", ErrorKind::kInvalidArity},
+    {"invalid-type: ", ErrorKind::kInvalidType},
+    {"invalid-value: ", ErrorKind::kInvalidValue},
+}};
+
+// Position in `msg` where this module's message starts, with its kind: at 0, or after a "context: " prefix
+// added by Status::WithContext. npos when none matches.
+std::pair<size_t, ErrorKind> FindOwnMessage(std::string_view msg) {
+  size_t pos = 0;
+  while (true) {
+    for (const auto& [prefix, kind] : kPrefixes) {
+      if (msg.substr(pos, prefix.size()) == prefix) return {pos, kind};
+    }
+    pos = msg.find(": ", pos);
+    if (pos == std::string_view::npos) return {pos, ErrorKind::kInvalidValue};
+    pos += 2;
+  }
+}
+
+// Appends the lookups of `n` to `steps` when `n` is a chain of field/index lookups; false otherwise.
+bool CollectPath(const internal::Node& n, std::vector<const internal::Node*>* steps) {
+  switch (n.type) {
+    case internal::NodeType::kCurrent: return true;
+    case internal::NodeType::kField:
+    case internal::NodeType::kIndex: steps->push_back(&n); return true;
+    case internal::NodeType::kSubexpression:
+      return CollectPath(*n.children[0], steps) && CollectPath(*n.children[1], steps);
+    default: return false;
+  }
+}
+
+// Follows a path of lookups from `data`; nullptr when a step is missing (the JMESPath result is then null).
+const Value* WalkPath(const std::vector<const internal::Node*>& path, const Value& data) {
+  const Value* current = &data;
+  for (const internal::Node* step : path) {
+    if (step->type == internal::NodeType::kField) {
+      current = current->Find(step->name);
+      if (current == nullptr) return nullptr;
+      continue;
+    }
+    if (!current->is_array()) return nullptr;
+    const int64_t size = static_cast<int64_t>(current->as_array().size());
+    const int64_t i = step->index < 0 ? step->index + size : step->index;
+    if (i < 0 || i >= size) return nullptr;
+    current = &current->as_array()[static_cast<size_t>(i)];
+  }
+  return current;
+}
+
+}  // namespace
+
+Result<Expression> Expression::Compile(std::string_view text) {
+  MMIRAGE_ASSIGN_OR_RETURN(internal::NodePtr root, internal::Parse(text));
+  auto program = std::make_shared<internal::Program>();
+  program->text = std::string(text);
+  program->root = std::move(root);
+  program->is_path = CollectPath(*program->root, &program->path);
+  return Expression(std::move(program));
+}
+
+Result<Value> Expression::Evaluate(const Value& data) const {
+  if (program_ == nullptr) return Value();
+  if (program_->is_path) {
+    const Value* found = WalkPath(program_->path, data);
+    return found != nullptr ? *found : Value();
+  }
+  MMIRAGE_ASSIGN_OR_RETURN(internal::Ref result, internal::EvalNode(*program_->root, data));
+  return std::move(result).Take();
+}
+
+const std::string& Expression::text() const {
+  static const std::string empty;
+  return program_ == nullptr ? empty : program_->text;
+}
+
+ErrorKind ErrorKindOf(const Status& s) { return FindOwnMessage(s.message()).second; }
+
+int ErrorColumnOf(const Status& s) {
+  if (s.ok()) return 0;
+  const std::string_view msg = s.message();
+  auto [pos, kind] = FindOwnMessage(msg);
+  if (pos == std::string_view::npos || kind == ErrorKind::kInvalidType || kind == ErrorKind::kInvalidValue) {
+    return 0;
+  }
+  // Function names are plain identifiers, so the first " at column " after the prefix is ours.
+  constexpr std::string_view kAt = "at column ";
+  size_t at = msg.find(kAt, pos);
+  if (at == std::string_view::npos) return 0;
+  int column = 0;
+  for (size_t i = at + kAt.size(); i < msg.size() && msg[i] >= '0' && msg[i] <= '9'; ++i) {
+    column = column * 10 + (msg[i] - '0');
+  }
+  return column;
+}
+
+}  // namespace mmirage::query

@@ -1,0 +1,73 @@
+// JMESPath (https://jmespath.org/specification.html): compile an expression once, evaluate it on many rows.
+//
+// Expression::Compile lexes and parses the text into an immutable AST and resolves every function call against
+// the built-in table, so syntax errors, unknown functions and wrong argument counts are all reported before any
+// data is read (the config loader relies on this). Evaluate walks the AST over a Value; only type/value errors
+// that depend on the data (`abs('x')`, a slice step of 0 applied to an array) are reported at evaluation time.
+//
+// Conformance: passes the whole official compliance suite (tests/unit/query/compliance_test.cc). String length,
+// reverse and ordering work on Unicode code points. Where the specification leaves room, behaviour follows the
+// reference implementation jmespath.py: to_string prints compact JSON with non-ASCII characters as \uXXXX
+// escapes (Python's json.dumps), and `<`/`<=`/`>`/`>=` also order two strings (by code point).
+//
+// Errors are Status::InvalidArgument with a one-line message; ErrorKindOf / ErrorColumnOf read back the
+// JMESPath error kind and the 1-based column, so callers never parse messages themselves.
+//
+// Thread-safety and ownership: an Expression owns its AST through a shared pointer; copying is a refcount bump.
+// After Compile it is immutable, and Evaluate may be called concurrently from any number of threads.
+// Evaluate never copies the input: intermediate results borrow from it, and only the final result is copied
+// (for arrays/objects a refcount bump, Value being copy-on-write).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "data/value.h"
+#include "util/status.h"
+
+namespace mmirage::query {
+
+// The error kinds of the JMESPath specification.
+enum class ErrorKind { kSyntax, kUnknownFunction, kInvalidArity, kInvalidType, kInvalidValue };
+
+namespace internal {
+struct Program;
+}  // namespace internal
+
+class Expression {
+ public:
+  // An empty expression: text() is "" and Evaluate returns null. Exists so that config structs can hold one.
+  Expression() = default;
+
+  // Compiles `text`. On failure returns Status::InvalidArgument with a one-line message, e.g.
+  //   "syntax error at column 6: expected ']', got end of expression (in 'foo[1')"
+  //   "unknown function 'lenght()' at column 1"
+  //   "function 'length()' takes 1 argument, got 2 at column 1"
+  // Columns are 1-based and count Unicode code points of `text`. When the text has both a syntax error and a
+  // bad function call, the syntax error is reported.
+  static Result<Expression> Compile(std::string_view text);
+
+  // Evaluates against `data` (borrowed for the duration of the call). Returns the result (null when a path does
+  // not exist, as JMESPath specifies). Fails with Status::InvalidArgument whose message starts with the error
+  // kind, e.g. "invalid-type: function 'abs()' expected number, got string" or
+  // "invalid-value: slice step cannot be 0".
+  Result<Value> Evaluate(const Value& data) const;
+
+  // The source text given to Compile ("" for the empty expression).
+  const std::string& text() const;
+
+ private:
+  explicit Expression(std::shared_ptr<const internal::Program> program) : program_(std::move(program)) {}
+  std::shared_ptr<const internal::Program> program_;  // null for the empty expression
+};
+
+// The kind of a non-OK Status returned by Compile or Evaluate (also after Status::WithContext prefixes).
+// For a Status that did not come from this module the result is kInvalidValue.
+ErrorKind ErrorKindOf(const Status& s);
+
+// The 1-based column of a compile error (syntax, unknown function, arity); 0 for runtime errors, OK or foreign
+// statuses.
+int ErrorColumnOf(const Status& s);
+
+}  // namespace mmirage::query
