@@ -47,14 +47,14 @@ build_llama() {
   tar xzf "$tgz" -C "$tmp" package/llama/gitRelease.bundle
   rm -rf "$LLAMA_DIR/src"
   git clone -q "$tmp/package/llama/gitRelease.bundle" "$LLAMA_DIR/src"
-  git -C "$LLAMA_DIR/src" checkout -q "$LLAMA_COMMIT"
+  git -C "$LLAMA_DIR/src" -c advice.detachedHead=false checkout -q "$LLAMA_COMMIT"
   rm -rf "$tmp"
-  log "building llama.cpp targets ggml, llama, common (a few minutes on 2 cores; cached afterwards)"
+  log "building llama.cpp targets ggml, llama, llama-common (a few minutes on 2 cores; cached afterwards)"
   cmake -S "$LLAMA_DIR/src" -B "$LLAMA_DIR/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DBUILD_SHARED_LIBS=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=OFF -DGGML_NATIVE=ON -DGGML_CCACHE=ON \
     ${MMIRAGE_LLAMA_CMAKE_ARGS:-} >/dev/null
-  cmake --build "$LLAMA_DIR/build" -j "$JOBS" --target llama ggml common >/dev/null
+  cmake --build "$LLAMA_DIR/build" -j "$JOBS" --target llama ggml llama-common >/dev/null
   touch "$LLAMA_DIR/.built"
 }
 [ "${MMIRAGE_SKIP_LLAMA:-0}" = 1 ] || build_llama

@@ -1,1 +1,40 @@
-int main() { return 0; }
+// mmirage: turn datasets into new datasets with (vision-)language models, from an MMIRAGE YAML config.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <map>
+
+#include "cli/common.h"
+
+int main(int argc, char** argv) {
+  using namespace mmirage::cli;
+  CLI::App app{"mmirage — dataset rewriting with language models, driven by an MMIRAGE YAML config"};
+  app.set_version_flag("--version", std::string("mmirage ") + MMIRAGE_VERSION);
+  app.require_subcommand(1);
+  std::map<CLI::App*, Runner> runners;
+  auto reg = [&](Runner r, const char* name) { runners[app.get_subcommand(name)] = std::move(r); };
+  reg(RegisterRun(&app), "run");
+  reg(RegisterPlanned(&app, "submit", "Submit shards as a SLURM array job"), "submit");
+  reg(RegisterPlanned(&app, "check", "Show per-shard status from the state directory"), "check");
+  reg(RegisterPlanned(&app, "retry", "Resubmit failed shards"), "retry");
+  reg(RegisterMerge(&app), "merge");
+  reg(RegisterMergeDir(&app), "merge-dir");
+  reg(RegisterPlanned(&app, "stats", "Benchmark report of a finished run"), "stats");
+  reg(RegisterValidate(&app), "validate");
+  reg(RegisterPreview(&app), "preview");
+  reg(RegisterQuery(&app), "query");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+  for (auto* sub : app.get_subcommands()) {
+    auto it = runners.find(sub);
+    if (it != runners.end()) return it->second();
+  }
+  std::cerr << app.help();
+  return kExitUsage;
+}

@@ -1,0 +1,72 @@
+// `mmirage run`: run one shard locally (the --shard-id given, else the config's), then merge when
+// execution_params.merge is true.
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "cli/common.h"
+#include "cli/merge_common.h"
+#include "pipeline/shard_runner.h"
+#include "util/env.h"
+#include "util/log.h"
+
+namespace mmirage::cli {
+namespace {
+
+struct RunOptions {
+  CommonOptions common;
+  std::optional<int64_t> shard_id;
+  bool force_retry = false;
+  bool stats = false;
+  std::string export_prompts;
+};
+
+std::optional<std::string> GetEnvVar(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+int Run(const RunOptions& o) {
+  if (!ApplyLogLevel(o.common)) return kExitUsage;
+  auto config = LoadConfigOrReport(o.common.config_path, o.shard_id);
+  if (!config) return kExitFailure;
+  if (config->execution.mode == "slurm" && !o.shard_id) {
+    std::cerr << "error: execution_params.mode: slurm is not available in this build yet; run one shard with "
+                 "--shard-id N\n";
+    return kExitFailure;
+  }
+  Env* env = Env::Default();
+  pipeline::ShardRunOptions ro;
+  ro.env = env;
+  ro.config = &*config;
+  ro.shard_id = config->loading.shard_id;
+  ro.slurm_job_id = GetEnvVar("SLURM_JOB_ID");
+  ro.slurm_array_task_id = GetEnvVar("SLURM_ARRAY_TASK_ID");
+  auto report = pipeline::RunShard(ro);
+  if (!report.ok()) {
+    LOG_ERROR("Shard " << ro.shard_id << " failed: " << report.status().message());
+    return kExitFailure;
+  }
+  if (config->execution.merge && !o.shard_id) {
+    LOG_INFO("Execution_params.merge is true; merging shard outputs");
+    return MergeAllDatasets(env, *config, MergeTarget{}, /*allow_partial=*/false);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner RegisterRun(CLI::App* app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = app->add_subcommand("run", "Process a shard of every dataset (and merge when configured)");
+  AddCommonOptions(cmd, &o->common);
+  cmd->add_option("--shard-id", o->shard_id, "Run only this shard (overrides loading_params.shard_id)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--force-retry", o->force_retry, "Retry failed shards even if execution_params.retry is false");
+  cmd->add_flag("--stats", o->stats, "Sample GPU utilisation while running (MMIRAGE_COLLECT_STATS=1)");
+  cmd->add_option("--export-prompts", o->export_prompts, "batch_api dry run: write the request files here");
+  return [o]() { return Run(*o); };
+}
+
+}  // namespace mmirage::cli

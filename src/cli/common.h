@@ -1,0 +1,44 @@
+// Shared plumbing of the subcommands: config loading with printed diagnostics, exit codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+#include "config/config.h"
+#include "util/status.h"
+
+namespace mmirage::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+struct CommonOptions {
+  std::string config_path;
+  std::string log_level = "INFO";
+};
+
+// Adds --config (required when `require_config`) and --log-level to a subcommand.
+void AddCommonOptions(CLI::App* cmd, CommonOptions* opts, bool require_config = true);
+// Applies --log-level. Returns false (after printing) on a bad value.
+bool ApplyLogLevel(const CommonOptions& opts);
+
+// Loads and validates the config; prints every warning (and on failure every error) to stderr, one per line.
+std::optional<config::Config> LoadConfigOrReport(const std::string& path, std::optional<int64_t> shard_override = {});
+
+// Prints "error: <message>" lines (one per line of the message) to stderr.
+void ReportError(const Status& s);
+
+// Subcommand registration: each returns a function run after parsing that yields the exit code.
+using Runner = std::function<int()>;
+Runner RegisterRun(CLI::App* app);
+Runner RegisterMerge(CLI::App* app);
+Runner RegisterMergeDir(CLI::App* app);
+Runner RegisterValidate(CLI::App* app);
+Runner RegisterPreview(CLI::App* app);
+Runner RegisterQuery(CLI::App* app);
+Runner RegisterPlanned(CLI::App* app, const std::string& name, const std::string& description);
+
+}  // namespace mmirage::cli

@@ -1,0 +1,244 @@
+// The MMIRAGE YAML configuration as typed structs (spec config.md), plus our extensions.
+//
+// LoadConfig parses, expands ${ENV}, converts, and validates in one pass: every error is reported, each as
+// `FILE:LINE:COL: message` on its own line of the returned Status (kInvalidArgument). Unknown keys are
+// warnings with their location (Config::warnings), never silently dropped. JMESPath keys and Jinja templates are
+// compiled here, once, so a bad expression is a config error before any row is read.
+// Plain data: a Config is immutable after loading and may be shared by threads.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "data/value.h"
+#include "query/jmespath.h"
+#include "template/template.h"
+#include "util/env.h"
+#include "util/status.h"
+
+namespace mmirage::config {
+
+// Where a value was written: "file:line:col" (1-based).
+struct Loc {
+  std::string file;
+  int line = 0;
+  int col = 0;
+  std::string ToString() const;
+};
+
+// ---- processors ------------------------------------------------------------------------------------------------
+struct LlmProcessor {
+  std::string model_path = "none";
+  int tp_size = 1;                         // default from SLURM_GPUS_ON_NODE when absent (config.md §4.1.1)
+  bool trust_remote_code = true;
+  bool disable_custom_all_reduce = false;
+  Value extra_engine_args = Value::EmptyObject();       // map string → any
+  Value default_sampling_params = Value::EmptyObject(); // map string → any, passed to every generation
+  std::string chat_template;               // template name or file
+};
+
+struct BatchApiProcessor {
+  std::string provider;                    // trimmed, lower-cased: "openai" | "anthropic"
+  int64_t max_chunk_bytes = 52428800;
+  std::optional<int64_t> max_requests_per_chunk;
+  std::string metadata_output_path;
+  std::string oversized_request_policy = "isolate";  // isolate | reject
+  std::string model;                       // provider default when absent
+  std::string batch_endpoint = "/v1/chat/completions";  // openai
+  std::string completion_window = "24h";   // openai
+  std::optional<std::string> base_url;
+  Value metadata = Value::EmptyObject();   // openai: map string → string
+  int64_t max_tokens = 8192;               // anthropic
+  std::optional<double> temperature;       // anthropic, [0, 1]
+  std::optional<double> top_p;             // anthropic, (0, 1]
+  std::optional<double> timeout_seconds;   // anthropic, > 0
+};
+
+struct ImageGenEndpoint {
+  std::string base_url;
+  std::optional<std::string> api_key;
+  int64_t timeout_seconds = 900;
+  std::optional<std::string> request_model;
+  int64_t max_concurrent_requests = 1;
+};
+
+struct ImageGenSglang {
+  std::string model_path;
+  std::optional<int64_t> port;
+  int64_t num_gpus = 1;
+  std::optional<std::string> dtype;
+  int64_t startup_timeout_seconds = 900;
+  std::vector<std::string> extra_server_args;
+  std::optional<std::string> api_key;
+  int64_t timeout_seconds = 900;
+  std::optional<std::string> request_model;
+  int64_t max_concurrent_requests = 1;
+};
+
+struct ImageGenProcessor {
+  std::string backend = "external";        // external | sglang
+  std::optional<ImageGenEndpoint> external;
+  std::optional<ImageGenSglang> sglang;
+  Value default_sampling_params = Value::EmptyObject();
+  bool parallel_inference = true;
+  std::optional<int64_t> parallel_chunk_size = 4;
+  std::string output_dir = "~/.cache/MMIRAGE/generated_images";
+  std::string file_format = "png";
+};
+
+struct CustomProcessor {
+  std::string script_path;
+  std::string function_name;
+  int64_t max_workers = 1;
+  std::optional<int64_t> timeout_ms;
+  int64_t max_timeouts = 1;
+  int64_t max_errors = 1;
+  Value fallback_value;
+  std::string start_method = "spawn";
+};
+
+struct Processor {
+  std::string type;  // llm | batch_api | image_gen | custom
+  Loc loc;
+  LlmProcessor llm;
+  BatchApiProcessor batch_api;
+  ImageGenProcessor image_gen;
+  CustomProcessor custom;
+};
+
+// ---- processing ------------------------------------------------------------------------------------------------
+struct InputVar {
+  std::string name;
+  std::string key;                     // JMESPath source text
+  std::optional<query::Expression> expr;  // compiled key (set when valid)
+  bool image = false;                  // type: image
+  bool optional = false;               // extension: a null/missing result is allowed (variable = null)
+  std::optional<Value> default_value;  // extension: value used when the result is null/missing
+  Loc loc;
+};
+
+enum class FieldType { kString, kInt, kNumber, kBool };
+struct SchemaField {
+  std::string name;
+  FieldType type = FieldType::kString;
+  std::optional<double> min, max;  // inclusive bounds, numeric types only
+};
+
+struct OutputVar {
+  std::string name;
+  std::string type;                    // processor type it is routed to
+  Loc loc;
+  std::string prompt;
+  std::optional<tmpl::Template> prompt_tmpl;
+  std::string output_type;             // "JSON" (exactly) enables JSON mode
+  bool json = false;
+  std::vector<SchemaField> schema;     // llm JSON schema; batch_api: names only (all strings)
+  // image_gen
+  std::string negative_prompt;
+  std::optional<tmpl::Template> negative_prompt_tmpl;
+  std::string output_mode = "path";    // path | pil
+  std::string filename_template = "generated_{{ __shard_id }}_{{ __sample_index }}_{{ __source_hash }}";
+  std::optional<tmpl::Template> filename_tmpl;
+  std::optional<int64_t> width, height, num_inference_steps, seed;
+  std::optional<double> guidance_scale;
+};
+
+// A node of processing_params.output_schema: a map, a list, a template string or a constant.
+struct OutputNode {
+  enum class Kind { kMap, kList, kTemplate, kConst };
+  Kind kind = Kind::kConst;
+  std::vector<std::pair<std::string, OutputNode>> members;  // kMap, in YAML order
+  std::vector<OutputNode> items;                            // kList
+  std::optional<tmpl::Template> tmpl;                       // kTemplate
+  std::optional<std::string> plain_var;                     // kTemplate that is exactly `{{ var }}`
+  Value constant;                                           // kConst
+  Loc loc;                                                  // where the node was written
+};
+
+struct ProcessingParams {
+  std::vector<InputVar> inputs;
+  std::vector<OutputVar> outputs;
+  OutputNode output_schema;            // kMap
+  bool remove_columns = false;
+  bool cast_images = true;
+};
+
+// ---- loading ---------------------------------------------------------------------------------------------------
+struct DatasetConfig {
+  std::string type;                    // JSONL | loadable
+  std::string path;                    // file or glob (when splits is empty)
+  std::vector<std::pair<std::string, std::string>> splits;  // split name → file/glob, YAML order
+  std::string output_dir;
+  std::optional<std::string> image_base_path;
+  Loc loc;
+};
+
+struct LoadingParams {
+  std::vector<DatasetConfig> datasets;
+  std::string state_dir;               // default ~/.cache/MMIRAGE/state_dir, ~ expanded
+  int64_t num_shards = 1;
+  int64_t shard_id = 0;
+  int64_t batch_size = 1;              // clamped to >= 1
+  Loc shard_id_loc, num_shards_loc;
+};
+
+// ---- execution -------------------------------------------------------------------------------------------------
+struct ExecutionParams {
+  std::string mode = "local";          // local | slurm
+  bool retry = false;
+  bool merge = false;
+  int64_t max_retries = 3;
+  int64_t poll_interval_seconds = 30;
+  int64_t settle_time_seconds = 60;
+  std::optional<std::string> project_root;
+  std::string report_dir = "~/reports";
+  std::string hf_home = "~/hf";
+  std::optional<std::string> edf_env;
+  std::optional<std::string> account;
+  std::string job_name = "mmirage-sharded";
+  std::optional<std::string> reservation;
+  int64_t nodes = 1;
+  int64_t ntasks_per_node = 1;
+  int64_t gpus = 4;
+  int64_t cpus_per_task = 288;
+  std::string time_limit = "11:59:59";
+  int64_t max_failed_rows = 0;         // extension: rows allowed in errors.jsonl before the shard fails
+};
+
+struct Config {
+  std::string path;                    // absolute path of the YAML file
+  std::vector<Processor> processors;   // YAML order
+  LoadingParams loading;
+  ProcessingParams processing;
+  ExecutionParams execution;
+  std::vector<std::string> warnings;   // "FILE:LINE:COL: message"
+
+  // The processor an output is routed to (the last declared one of that type, as the original), or nullptr.
+  const Processor* FindProcessor(const std::string& type) const;
+};
+
+// Looks an environment variable up; nullopt when unset. Injected for tests.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup ProcessEnvLookup();
+
+struct LoadOptions {
+  Env* fs = nullptr;                    // file access; default Env::Default()
+  EnvLookup env;                        // default: the process environment
+  std::optional<int64_t> shard_id_override;  // --shard-id: replaces loading_params.shard_id
+};
+
+// Errors: kNotFound/kIOError for an unreadable file; kInvalidArgument listing every config error, one per line.
+Result<Config> LoadConfig(const std::string& path, const LoadOptions& options = {});
+// Same, from YAML text (`name` is used in locations).
+Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& name,
+                                    const LoadOptions& options = {});
+
+// Python os.path.expandvars semantics (config.md §2): $NAME and ${...}; undefined references stay verbatim.
+std::string ExpandEnvVars(const std::string& s, const EnvLookup& env);
+// "~" and "~/..." → $HOME/...
+std::string ExpandUser(const std::string& s, const EnvLookup& env);
+
+}  // namespace mmirage::config

@@ -1,0 +1,18 @@
+// Internal to config/: reading processing_params (templates and JMESPath compiled in place, with their YAML
+// locations) and the cross-field checks run after every section is read.
+#pragma once
+
+#include <string>
+
+#include "config/yaml_reader.h"
+
+namespace mmirage::config {
+
+// `yaml` is the source text, used to place template errors on the right line of block scalars.
+void ReadProcessing(Diag* d, const EnvLookup& env, const std::string& yaml, const YAML::Node& node, Config* c);
+
+// Checks that need several sections: processors for every output, computability of prompts, shard range,
+// non-empty datasets. Appends errors/warnings to *d.
+void ValidateConfig(Diag* d, Config* c);
+
+}  // namespace mmirage::config

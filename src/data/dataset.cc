@@ -1,0 +1,103 @@
+#include "data/dataset.h"
+
+#include <cstring>
+
+namespace mmirage {
+namespace {
+
+bool HasGlobChars(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
+
+Result<std::vector<std::string>> ExpandPattern(Env* env, const std::string& pattern) {
+  if (pattern.empty()) return Status::InvalidArgument("dataset path is empty");
+  if (!HasGlobChars(pattern)) {
+    if (!env->FileExists(pattern)) return Status::NotFound("dataset file not found: " + pattern);
+    if (env->IsDirectory(pattern)) {
+      return Status::InvalidArgument("dataset path is a directory, expected a JSONL file or glob: " + pattern);
+    }
+    return std::vector<std::string>{pattern};
+  }
+  MMIRAGE_ASSIGN_OR_RETURN(auto files, env->Glob(pattern));
+  std::vector<std::string> regular;
+  for (auto& f : files) {
+    if (env->IsRegularFile(f)) regular.push_back(std::move(f));
+  }
+  if (regular.empty()) return Status::NotFound("no file matches dataset pattern '" + pattern + "'");
+  return regular;
+}
+
+}  // namespace
+
+bool IsBlankLine(std::string_view line) {
+  for (char c : line) {
+    if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return false;
+  }
+  return true;
+}
+
+Result<std::vector<DatasetPart>> ResolveDatasetParts(Env* env, const std::string& path,
+                                                     const std::vector<std::pair<std::string, std::string>>& splits) {
+  std::vector<DatasetPart> parts;
+  if (splits.empty()) {
+    MMIRAGE_ASSIGN_OR_RETURN(auto files, ExpandPattern(env, path));
+    parts.push_back(DatasetPart{"", std::move(files)});
+    return parts;
+  }
+  for (const auto& [split, pattern] : splits) {
+    auto files = ExpandPattern(env, pattern);
+    if (!files.ok()) return files.status().WithContext("split '" + split + "'");
+    parts.push_back(DatasetPart{split, std::move(*files)});
+  }
+  return parts;
+}
+
+Result<uint64_t> CountRows(Env* env, const DatasetPart& part) {
+  uint64_t n = 0;
+  for (const auto& f : part.files) {
+    MMIRAGE_ASSIGN_OR_RETURN(auto reader, LineReader::Open(env, f));
+    std::string_view line;
+    while (true) {
+      MMIRAGE_ASSIGN_OR_RETURN(bool more, reader->Next(&line));
+      if (!more) break;
+      if (!IsBlankLine(line)) ++n;
+    }
+  }
+  return n;
+}
+
+RowRange ShardRange(uint64_t n, uint64_t num_shards, uint64_t shard_id) {
+  uint64_t q = n / num_shards, r = n % num_shards;
+  RowRange range;
+  range.begin = q * shard_id + (shard_id < r ? shard_id : r);
+  range.end = range.begin + q + (shard_id < r ? 1 : 0);
+  return range;
+}
+
+RowStream::RowStream(Env* env, DatasetPart part, RowRange range)
+    : env_(env), part_(std::move(part)), range_(range) {}
+
+Result<bool> RowStream::Next(RawRow* row) {
+  while (next_index_ < range_.end) {
+    if (!reader_) {
+      if (file_index_ >= part_.files.size()) return false;
+      MMIRAGE_ASSIGN_OR_RETURN(reader_, LineReader::Open(env_, part_.files[file_index_]));
+    }
+    std::string_view line;
+    MMIRAGE_ASSIGN_OR_RETURN(bool more, reader_->Next(&line));
+    if (!more) {
+      reader_.reset();
+      ++file_index_;
+      continue;
+    }
+    if (IsBlankLine(line)) continue;
+    uint64_t index = next_index_++;
+    if (index < range_.begin) continue;
+    row->index = index;
+    row->file = &part_.files[file_index_];
+    row->line = reader_->line_number();
+    row->text = line;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace mmirage

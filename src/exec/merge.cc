@@ -1,0 +1,248 @@
+#include "exec/merge.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <random>
+
+#include "data/json.h"
+#include "data/dataset.h"
+
+namespace mmirage::exec {
+namespace {
+
+std::optional<int64_t> ShardNumber(const std::string& name) {
+  if (name.rfind("shard_", 0) != 0 || name.size() == 6 || name.find(".tmp") != std::string::npos) return std::nullopt;
+  for (size_t i = 6; i < name.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return std::nullopt;
+  return std::stoll(name.substr(6));
+}
+
+// Resolves symlinks of the longest existing prefix of `path` and appends the rest.
+std::string ResolvePath(Env* env, const std::string& path) {
+  std::string abs = env->AbsolutePath(path);
+  std::string head = abs, tail;
+  while (!head.empty() && head != "/" && !env->FileExists(head)) {
+    tail = "/" + Basename(head) + tail;
+    head = Dirname(head);
+  }
+  auto real = env->RealPath(head);
+  return (real.ok() ? *real : head) + tail;
+}
+
+bool IsAncestor(const std::string& a, const std::string& b) {  // a is a strict ancestor of b
+  if (a == "/") return b != "/";
+  return b.size() > a.size() && b.compare(0, a.size(), a) == 0 && b[a.size()] == '/';
+}
+
+struct ShardContent {
+  int64_t id;
+  std::string dir;
+  std::vector<std::string> splits;  // empty = single table
+};
+
+Result<int64_t> CopyLines(Env* env, const std::string& from, WritableFile* to, int64_t* rows) {
+  MMIRAGE_ASSIGN_OR_RETURN(auto reader, LineReader::Open(env, from));
+  std::string_view line;
+  int64_t n = 0;
+  std::string buf;
+  while (true) {
+    MMIRAGE_ASSIGN_OR_RETURN(bool more, reader->Next(&line));
+    if (!more) break;
+    if (IsBlankLine(line)) continue;
+    buf.assign(line);
+    buf.push_back('\n');
+    MMIRAGE_TRY(to->Append(buf));
+    ++n;
+  }
+  if (rows) *rows += n;
+  return n;
+}
+
+Result<int64_t> CountLinesOf(Env* env, const std::string& path) {
+  MMIRAGE_ASSIGN_OR_RETURN(auto reader, LineReader::Open(env, path));
+  std::string_view line;
+  int64_t n = 0;
+  while (true) {
+    MMIRAGE_ASSIGN_OR_RETURN(bool more, reader->Next(&line));
+    if (!more) break;
+    if (!IsBlankLine(line)) ++n;
+  }
+  return n;
+}
+
+std::string RandomSuffix() {
+  std::mt19937_64 rng{std::random_device{}()};
+  static const char kHex[] = "0123456789abcdef";
+  std::string s;
+  uint64_t x = rng();
+  for (int j = 0; j < 16; ++j) s.push_back(kHex[(x >> (4 * j)) & 15]);
+  return s;
+}
+
+}  // namespace
+
+bool HasShardDirs(Env* env, const std::string& dir) {
+  auto children = env->GetChildren(dir);
+  if (!children.ok()) return false;
+  for (const auto& c : *children) {
+    if (ShardNumber(c) && env->IsDirectory(JoinPath(dir, c))) return true;
+  }
+  return false;
+}
+
+std::string MergeReport::Summary() const {
+  return "Merged dataset " + dataset_name + ": shards=" + std::to_string(shards_used) + " rows=" +
+         std::to_string(rows) + " output=" + output_dir + " skipped=" +
+         std::to_string(skipped_invalid + skipped_zero_rows) + " (invalid=" + std::to_string(skipped_invalid) +
+         ", zero_rows=" + std::to_string(skipped_zero_rows) + ")" +
+         (error_rows > 0 ? " failed_rows=" + std::to_string(error_rows) + " (see errors.jsonl)" : "");
+}
+
+Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, const std::string& output_dir,
+                                    const MergeOptions& options) {
+  MergeReport rep;
+  rep.input_dir = env->AbsolutePath(input_dir);
+  rep.output_dir = env->AbsolutePath(output_dir);
+  rep.dataset_name = Basename(rep.input_dir);
+  if (!env->IsDirectory(rep.input_dir))
+    return Status::NotFound("dataset_dir does not exist or is not a directory: " + rep.input_dir);
+  std::string in_real = ResolvePath(env, rep.input_dir), out_real = ResolvePath(env, rep.output_dir);
+  if (in_real == out_real)
+    return Status::InvalidArgument("Unsafe merge output path: output_dir equals dataset_dir (" + out_real + ")");
+  if (IsAncestor(out_real, in_real))
+    return Status::InvalidArgument("Unsafe merge output path: output_dir contains dataset_dir (" + out_real +
+                                   " contains " + in_real + ")");
+
+  // Candidates, in numeric order.
+  std::vector<std::pair<int64_t, std::string>> candidates;
+  if (options.shard_ids) {
+    std::vector<std::string> missing;
+    for (int64_t id : *options.shard_ids) {
+      std::string d = JoinPath(rep.input_dir, "shard_" + std::to_string(id));
+      if (!env->IsDirectory(d)) missing.push_back(std::to_string(id));
+      else candidates.emplace_back(id, d);
+    }
+    if (!missing.empty()) {
+      std::string list;
+      for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+      return Status::NotFound("missing shard output(s) in " + rep.input_dir + ": shard " + list);
+    }
+  } else {
+    MMIRAGE_ASSIGN_OR_RETURN(auto children, env->GetChildren(rep.input_dir));
+    for (const auto& c : children) {
+      auto id = ShardNumber(c);
+      std::string d = JoinPath(rep.input_dir, c);
+      if (id && env->IsDirectory(d)) candidates.emplace_back(*id, d);
+    }
+    std::sort(candidates.begin(), candidates.end());
+  }
+  if (candidates.empty()) return Status::NotFound("No shard_* folders found in " + rep.input_dir + ".");
+
+  std::vector<ShardContent> shards;
+  for (const auto& [id, dir] : candidates) {
+    ShardContent sc{id, dir, {}};
+    std::string dd = JoinPath(dir, "dataset_dict.json");
+    int64_t rows = 0;
+    if (env->FileExists(dd)) {
+      MMIRAGE_ASSIGN_OR_RETURN(std::string text, env->ReadFileToString(dd));
+      auto v = ParseJson(text);
+      const Value* splits = v.ok() ? v->Find("splits") : nullptr;
+      if (splits == nullptr || !splits->is_array()) return Status::Corruption(dd + ": invalid dataset_dict.json");
+      for (const auto& s : splits->as_array()) {
+        if (!s.is_string()) return Status::Corruption(dd + ": invalid split name");
+        sc.splits.push_back(s.as_string());
+        std::string f = JoinPath(JoinPath(dir, s.as_string()), "data.jsonl");
+        if (!env->FileExists(f)) return Status::NotFound("missing split file " + f);
+        MMIRAGE_ASSIGN_OR_RETURN(int64_t n, CountLinesOf(env, f));
+        rows += n;
+      }
+    } else {
+      std::string f = JoinPath(dir, "data.jsonl");
+      if (!env->FileExists(f)) {
+        ++rep.skipped_invalid;
+        continue;
+      }
+      MMIRAGE_ASSIGN_OR_RETURN(rows, CountLinesOf(env, f));
+    }
+    std::string ef = JoinPath(dir, "errors.jsonl");
+    if (env->FileExists(ef)) {
+      MMIRAGE_ASSIGN_OR_RETURN(int64_t n, CountLinesOf(env, ef));
+      rep.error_rows += n;
+    }
+    if (rows == 0) {
+      ++rep.skipped_zero_rows;
+      continue;
+    }
+    shards.push_back(std::move(sc));
+  }
+  if (shards.empty()) {
+    return Status::NotFound("No non-empty shards found in " + rep.input_dir + ". empty/invalid dirs: " +
+                            std::to_string(rep.skipped_invalid) +
+                            ", zero-row datasets: " + std::to_string(rep.skipped_zero_rows) + ".");
+  }
+  bool split_map = !shards[0].splits.empty();
+  for (const auto& s : shards) {
+    if (s.splits.empty() == split_map) return Status::InvalidArgument("Cannot merge mix of Dataset and DatasetDict shards.");
+  }
+
+  // Write into a temporary sibling, then publish.
+  MMIRAGE_TRY(env->CreateDirs(Dirname(rep.output_dir)));
+  std::string tmp = rep.output_dir + ".tmp." + env->Hostname() + "." + std::to_string(env->Pid()) + "." + RandomSuffix();
+  MMIRAGE_TRY(env->RemoveAll(tmp));
+  MMIRAGE_TRY(env->CreateDirs(tmp));
+  auto write_all = [&]() -> Status {
+    if (!split_map) {
+      MMIRAGE_ASSIGN_OR_RETURN(auto out, env->NewWritableFile(JoinPath(tmp, "data.jsonl")));
+      for (const auto& s : shards) MMIRAGE_TRY(CopyLines(env, JoinPath(s.dir, "data.jsonl"), out.get(), &rep.rows).status());
+      MMIRAGE_TRY(out->Sync());
+      MMIRAGE_TRY(out->Close());
+    } else {
+      std::map<std::string, int> names;  // sorted union
+      for (const auto& s : shards)
+        for (const auto& sp : s.splits) names[sp] = 1;
+      Value list = Value::EmptyArray();
+      for (const auto& [name, _] : names) {
+        list.Push(name);
+        MMIRAGE_TRY(env->CreateDirs(JoinPath(tmp, name)));
+        MMIRAGE_ASSIGN_OR_RETURN(auto out, env->NewWritableFile(JoinPath(JoinPath(tmp, name), "data.jsonl")));
+        for (const auto& s : shards) {
+          if (std::find(s.splits.begin(), s.splits.end(), name) == s.splits.end()) continue;
+          MMIRAGE_TRY(CopyLines(env, JoinPath(JoinPath(s.dir, name), "data.jsonl"), out.get(), &rep.rows).status());
+        }
+        MMIRAGE_TRY(out->Sync());
+        MMIRAGE_TRY(out->Close());
+      }
+      Value dd = Value::EmptyObject();
+      dd.Set("splits", list);
+      MMIRAGE_TRY(WriteFileAtomically(env, JoinPath(tmp, "dataset_dict.json"), ToJson(dd) + "\n"));
+    }
+    if (rep.error_rows > 0) {
+      MMIRAGE_ASSIGN_OR_RETURN(auto out, env->NewWritableFile(JoinPath(tmp, "errors.jsonl")));
+      for (const auto& [id, dir] : candidates) {
+        std::string ef = JoinPath(dir, "errors.jsonl");
+        if (env->FileExists(ef)) MMIRAGE_TRY(CopyLines(env, ef, out.get(), nullptr).status());
+      }
+      MMIRAGE_TRY(out->Sync());
+      MMIRAGE_TRY(out->Close());
+    }
+    MMIRAGE_TRY(env->SyncDir(tmp));
+    if (env->FileExists(rep.output_dir)) {
+      Status ex = env->ExchangeFiles(tmp, rep.output_dir);
+      if (ex.ok()) return env->RemoveAll(tmp);
+      if (!ex.IsUnavailable()) return ex;
+      MMIRAGE_TRY(env->RemoveAll(rep.output_dir));
+    }
+    MMIRAGE_TRY(env->RenameFile(tmp, rep.output_dir));
+    return env->SyncDir(Dirname(rep.output_dir));
+  };
+  Status s = write_all();
+  if (!s.ok()) {
+    (void)env->RemoveAll(tmp);
+    return s;
+  }
+  rep.shards_used = static_cast<int64_t>(shards.size());
+  return rep;
+}
+
+}  // namespace mmirage::exec

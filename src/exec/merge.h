@@ -1,0 +1,41 @@
+// Merging shard outputs (spec pipeline.md §10, on JSONL): the `shard_<n>` directories of a dataset output dir are
+// concatenated in shard order into one output directory, written through a temporary sibling and published
+// atomically. Rows are copied as bytes, never re-parsed. Thread-safety: none needed (one call at a time).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/env.h"
+#include "util/status.h"
+
+namespace mmirage::exec {
+
+struct MergeOptions {
+  // When set, exactly these shard ids are merged (in order) and every one must exist; shard directories with
+  // other ids are ignored. When empty, every `shard_<digits>` directory is a candidate (merge-dir).
+  std::optional<std::vector<int64_t>> shard_ids;
+};
+
+struct MergeReport {
+  std::string dataset_name;  // basename of the input dir
+  std::string input_dir, output_dir;
+  int64_t shards_used = 0;
+  int64_t rows = 0;
+  int64_t skipped_invalid = 0;    // shard dirs without data
+  int64_t skipped_zero_rows = 0;  // shard dirs with no rows
+  int64_t error_rows = 0;         // lines of the shards' errors.jsonl, merged into <output>/errors.jsonl
+  std::string Summary() const;    // "Merged dataset <name>: shards=… rows=… output=… skipped=… (invalid=…, zero_rows=…)"
+};
+
+// Errors: kNotFound (no input dir / no shard dirs / a required shard missing), kInvalidArgument (unsafe output
+// path, mix of split-map and single-table shards), kIOError.
+Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, const std::string& output_dir,
+                                    const MergeOptions& options = {});
+
+// True when `dir` directly contains at least one `shard_<digits>` directory (not `.tmp`).
+bool HasShardDirs(Env* env, const std::string& dir);
+
+}  // namespace mmirage::exec

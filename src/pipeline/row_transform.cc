@@ -1,0 +1,154 @@
+#include "pipeline/row_transform.h"
+
+namespace mmirage::pipeline {
+
+const char* StageName(Stage s) {
+  switch (s) {
+    case Stage::kRead: return "read";
+    case Stage::kExtract: return "extract";
+    case Stage::kRenderPrompt: return "render_prompt";
+    case Stage::kGenerate: return "generate";
+    case Stage::kRenderOutput: return "render_output";
+  }
+  return "read";
+}
+
+RowTransform::RowTransform(const config::Config* config, Env* env, std::string image_base_path)
+    : config_(config), env_(env), image_base_path_(std::move(image_base_path)) {}
+
+StageResult<Value> RowTransform::Extract(const Value& row) const {
+  Value vars(Value::Object{});
+  vars.mutable_object().reserve(config_->processing.inputs.size());
+  for (const auto& in : config_->processing.inputs) {
+    auto r = in.expr->Evaluate(row);
+    if (!r.ok()) {
+      return StageResult<Value>::Fail(Stage::kExtract, "input '" + in.name + "' (key '" + in.key +
+                                                           "'): " + r.status().message());
+    }
+    Value v = std::move(*r);
+    if (v.is_null()) {
+      if (in.default_value) {
+        v = *in.default_value;
+      } else if (!in.optional) {
+        return StageResult<Value>::Fail(Stage::kExtract, "Input variable '" + in.name + "' with key '" + in.key +
+                                                             "' not found in the sample.");
+      }
+    }
+    if (in.image && !v.is_null()) {
+      auto img = ResolveImage(v);
+      if (!img.ok()) return StageResult<Value>::Fail(Stage::kExtract, "input '" + in.name + "': " + img.status().message());
+      v = std::move(*img);
+    }
+    vars.Set(in.name, std::move(v));
+  }
+  StageResult<Value> out;
+  out.value = std::move(vars);
+  return out;
+}
+
+// spec pipeline.md §5.1
+Result<Value> RowTransform::ResolveImage(const Value& v) const {
+  if (!v.is_string()) return v;
+  std::string s = v.as_string();
+  if (s.rfind("http://", 0) == 0 || s.rfind("https://", 0) == 0) return v;
+  if (s.rfind("file://", 0) == 0) s = s.substr(7);
+  if (!s.empty() && s[0] == '/') {
+    std::string p = s;
+    if (auto real = env_->RealPath(s); real.ok()) p = *real;
+    if (!env_->FileExists(p)) return Status::NotFound("Absolute image path does not exist: " + p);
+    if (!env_->IsRegularFile(p)) return Status::InvalidArgument("The provided path exists but is not a file: " + p);
+    return Value(env_->AbsolutePath(p));
+  }
+  if (!image_base_path_.empty()) {
+    std::string p = env_->AbsolutePath(JoinPath(image_base_path_, s));
+    if (!env_->FileExists(p)) {
+      return Status::NotFound("Resolved image path '" + p + "' does not exist (base='" + image_base_path_ +
+                              "', rel='" + s + "').");
+    }
+    if (!env_->IsRegularFile(p)) return Status::InvalidArgument("Resolved image path is not a file: " + p);
+    return Value(p);
+  }
+  std::string p = env_->AbsolutePath(s);
+  if (env_->FileExists(p)) {
+    if (!env_->IsRegularFile(p)) return Status::InvalidArgument("Resolved image path is not a file: " + p);
+    return Value(p);
+  }
+  return Status::NotFound("Relative image path '" + s +
+                          "' cannot be resolved. Set image_base_path in the dataset configuration or use an "
+                          "absolute path.");
+}
+
+StageResult<std::string> RowTransform::RenderPrompt(size_t index, const Value& vars) const {
+  const auto& o = config_->processing.outputs[index];
+  auto r = o.prompt_tmpl->Render(vars);
+  if (!r.ok()) {
+    return StageResult<std::string>::Fail(Stage::kRenderPrompt, "output '" + o.name + "' prompt: " + r.status().message());
+  }
+  StageResult<std::string> out;
+  out.value = std::move(*r);
+  return out;
+}
+
+Result<Value> RowTransform::RenderNode(const config::OutputNode& node, const Value& vars) const {
+  using Kind = config::OutputNode::Kind;
+  switch (node.kind) {
+    case Kind::kConst: return node.constant;
+    case Kind::kMap: {
+      Value::Object obj;
+      obj.reserve(node.members.size());
+      for (const auto& [k, child] : node.members) {
+        MMIRAGE_ASSIGN_OR_RETURN(Value v, RenderNode(child, vars));
+        obj.emplace_back(k, std::move(v));
+      }
+      return Value(std::move(obj));
+    }
+    case Kind::kList: {
+      Value::Array arr;
+      arr.reserve(node.items.size());
+      for (const auto& child : node.items) {
+        MMIRAGE_ASSIGN_OR_RETURN(Value v, RenderNode(child, vars));
+        arr.push_back(std::move(v));
+      }
+      return Value(std::move(arr));
+    }
+    case Kind::kTemplate: {
+      // A plain `{{ var }}` keeps the variable's JSON type, whatever it is (we deliberately differ from the
+      // original, which stringifies numbers and booleans). An absent variable renders as "".
+      if (node.plain_var) {
+        if (const Value* v = vars.Find(*node.plain_var)) return *v;
+      }
+      MMIRAGE_ASSIGN_OR_RETURN(std::string s, node.tmpl->Render(vars));
+      return Value(std::move(s));
+    }
+  }
+  return Value();
+}
+
+StageResult<Value> RowTransform::RenderOutput(const Value& row, const Value& vars) const {
+  const auto& pp = config_->processing;
+  auto rendered = RenderNode(pp.output_schema, vars);
+  if (!rendered.ok()) return StageResult<Value>::Fail(Stage::kRenderOutput, rendered.status().message());
+  StageResult<Value> out;
+  if (pp.remove_columns || !row.is_object()) {
+    out.value = std::move(*rendered);
+    return out;
+  }
+  // Original columns in order (a schema key replaces its column in place), then the new schema columns.
+  Value result = row;
+  Value::Object& obj = result.mutable_object();
+  for (auto& [k, v] : rendered->mutable_object()) {
+    bool replaced = false;
+    for (auto& m : obj) {
+      if (m.first == k) {
+        m.second = std::move(v);
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) obj.emplace_back(k, std::move(v));
+  }
+  out.value = std::move(result);
+  return out;
+}
+
+}  // namespace mmirage::pipeline

@@ -1,0 +1,64 @@
+// RowTransform: the per-row stages that need no model — extract (JMESPath inputs, image paths) and render
+// (processing_params.output_schema + remove_columns). Pure functions of the config and the row; a RowTransform
+// is immutable and safe to use from many threads.
+//
+// Every failure is a RowError naming the stage and the reason; the caller records it (errors.jsonl) and goes on.
+#pragma once
+
+#include <string>
+
+#include "config/config.h"
+#include "data/value.h"
+#include "util/env.h"
+#include "util/status.h"
+
+namespace mmirage::pipeline {
+
+enum class Stage { kRead, kExtract, kRenderPrompt, kGenerate, kRenderOutput };
+const char* StageName(Stage s);
+
+struct RowError {
+  Stage stage = Stage::kRead;
+  std::string message;
+};
+
+// Either the value or the error of one stage of one row.
+template <typename T>
+struct StageResult {
+  T value{};
+  bool ok = true;
+  RowError error;
+  static StageResult Fail(Stage s, std::string msg) {
+    StageResult r;
+    r.ok = false;
+    r.error = RowError{s, std::move(msg)};
+    return r;
+  }
+};
+
+class RowTransform {
+ public:
+  // `image_base_path`: the dataset's base for relative image inputs (may be empty).
+  RowTransform(const config::Config* config, Env* env, std::string image_base_path);
+
+  // The variable environment of a row: an object {input name → value}. Errors (stage kExtract): a required
+  // input that is null/missing, a JMESPath runtime error, an unresolvable image path.
+  StageResult<Value> Extract(const Value& row) const;
+
+  // The output row: output_schema rendered with `vars`, assembled with the original columns per
+  // remove_columns. Errors (stage kRenderOutput): a template error (e.g. attribute of an undefined name).
+  StageResult<Value> RenderOutput(const Value& row, const Value& vars) const;
+
+  // The rendered prompt of output `index` for `vars` (stage kRenderPrompt on error).
+  StageResult<std::string> RenderPrompt(size_t index, const Value& vars) const;
+
+ private:
+  Result<Value> ResolveImage(const Value& v) const;
+  Result<Value> RenderNode(const config::OutputNode& node, const Value& vars) const;
+
+  const config::Config* config_;
+  Env* env_;
+  std::string image_base_path_;
+};
+
+}  // namespace mmirage::pipeline

@@ -1,0 +1,43 @@
+// RunShard: the shard worker (spec pipeline.md §1, improved): for shard `shard_id`, every dataset of the config
+// flows read → extract → render → write, each into its own output_dir, published atomically per dataset, with
+// the state directory tracking the attempt.
+//
+// Row failures are recorded in `<output_dir>/shard_<id>/errors.jsonl` and never written as blank rows; the shard
+// fails when their number exceeds execution_params.max_failed_rows. Fatal errors (unreadable dataset, I/O error
+// on the output) fail the shard; nothing partial is published. Not thread-safe; one call per process.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "util/env.h"
+#include "util/status.h"
+
+namespace mmirage::pipeline {
+
+struct ShardRunOptions {
+  Env* env = nullptr;
+  const config::Config* config = nullptr;
+  int64_t shard_id = 0;
+  std::optional<std::string> slurm_job_id;         // recorded in status.json
+  std::optional<std::string> slurm_array_task_id;
+};
+
+struct ShardRunReport {
+  int64_t attempt = 0;
+  int64_t rows_written = 0;
+  int64_t rows_failed = 0;
+  std::vector<std::string> output_dirs;  // published shard directories
+};
+
+// Checks that the config can run in this build (every output has an available processor). Called before any
+// state is written, so a config that cannot run consumes no retry budget.
+Status CheckRunnable(const config::Config& config);
+
+// OK iff the shard ended with status success. On error the status file says failed with the same message.
+Result<ShardRunReport> RunShard(const ShardRunOptions& options);
+
+}  // namespace mmirage::pipeline

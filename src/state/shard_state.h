@@ -1,0 +1,69 @@
+// The state directory (spec pipeline.md §9.2, our format in docs/state_format.md): per shard
+// `<state_dir>/shard_<id>/status.json` (2-space indent, keys sorted, replaced atomically), one marker
+// `.RUNNING` / `.SUCCESS` / `.FAILED`, and `attempts.log`, an append-only line per attempt so that the retry
+// budget survives a corrupted or deleted status.json (the original resets it).
+// Thread-safety: a ShardState touches only its shard's directory; one writer process per shard at a time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "data/value.h"
+#include "util/env.h"
+#include "util/status.h"
+
+namespace mmirage {
+
+struct ShardRecord {
+  std::string status = "missing";  // running | success | failed | missing | unknown
+  int64_t retry_count = 0;         // attempt number of the current/last attempt
+  int64_t shard_id = 0;
+  std::optional<std::string> started_at, finished_at, error;
+  std::optional<std::string> hostname;
+  std::optional<int64_t> pid;
+  std::optional<std::string> slurm_job_id, slurm_array_task_id;
+  Value datasets = Value::EmptyArray();  // [{"image_base_path": str|null, "output_dir": str}]
+  Value stats;                           // object or null
+  int64_t failed_rows = 0;               // extension: rows recorded in errors.jsonl
+  int64_t attempts_logged = 0;           // lines of attempts.log (not serialised)
+
+  // status.json content (keys sorted, 2-space indent, trailing newline).
+  std::string ToJson() const;
+  // The record as a Value, keys in the spec's order (for `mmirage stats`).
+  Value ToValue() const;
+};
+
+// Local ISO time "YYYY-MM-DDTHH:MM:SS[.ffffff]" (no zone), as the original writes.
+std::string LocalIsoTime(uint64_t micros_since_epoch);
+// Parses that form back; nullopt if malformed.
+std::optional<double> ParseLocalIsoTime(const std::string& s);
+
+class ShardState {
+ public:
+  ShardState(Env* env, std::string state_dir, int64_t shard_id);
+
+  // Never fails: a missing file gives status "missing", an unreadable one "unknown" (with retry_count taken from
+  // attempts.log when present).
+  ShardRecord Read() const;
+
+  struct RunInfo {
+    Value datasets = Value::EmptyArray();
+    std::optional<std::string> slurm_job_id, slurm_array_task_id;
+  };
+  // Starts an attempt: appends to attempts.log, writes a fresh running record, sets .RUNNING.
+  // Returns the attempt number (1 for the first).
+  Result<int64_t> MarkRunning(const RunInfo& info);
+  Status MarkSuccess(Value stats, int64_t failed_rows);
+  Status MarkFailed(const std::string& error, int64_t failed_rows);
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  Status WriteRecord(const ShardRecord& r, const char* marker);
+  Env* env_;
+  std::string dir_;
+  int64_t shard_id_;
+};
+
+}  // namespace mmirage

@@ -1,0 +1,39 @@
+// Per-shard statistics (spec stats.md §1): base values measured by the worker and derived values recomputed
+// every time the object is serialised. Plain data.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "data/value.h"
+
+namespace mmirage {
+
+struct ShardStats {
+  std::optional<double> runtime_seconds;      // mark running → mark success, seconds
+  int64_t rows_processed = 0;                 // rows written (rows listed in errors.jsonl are not counted)
+  std::optional<double> gpu_util_mean, gpu_util_min, gpu_util_max;  // percent
+  int64_t gpu_util_samples = 0;
+  std::optional<int64_t> input_tokens, output_tokens;  // null when the sum is 0
+  std::optional<int64_t> num_gpus;
+  std::optional<double> model_load_seconds;   // null when the sum is 0
+  std::optional<double> throughput_rows_per_sec;  // stored once, at success
+
+  // The object with derived values, keys in the spec's order (§1.3).
+  Value ToValue() const;
+  // Reads the base values back (unconvertible → null); derived values are ignored.
+  static ShardStats FromValue(const Value& v);
+
+  // max(0, runtime − model_load) (runtime when load is null); nullopt when runtime is null.
+  std::optional<double> InferenceRuntime() const;
+};
+
+// Python's round(x, ndigits) (round-half-even on the decimal representation is approximated by std::round on the
+// scaled value, which matches for the values we store).
+double RoundTo(double x, int ndigits);
+
+// "2 days, 1 hour and 33.12 seconds" (stats.md §4).
+std::string HumanDuration(double seconds);
+
+}  // namespace mmirage

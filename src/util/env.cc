@@ -1,0 +1,42 @@
+#include "util/env.h"
+
+namespace mmirage {
+
+Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents) {
+  const std::string tmp = path + ".tmp";
+  Status s;
+  {
+    auto file = env->NewWritableFile(tmp);
+    if (!file.ok()) return file.status();
+    s = (*file)->Append(contents);
+    if (s.ok()) s = (*file)->Sync();
+    Status c = (*file)->Close();
+    if (s.ok()) s = c;
+  }
+  if (s.ok()) s = env->RenameFile(tmp, path);
+  if (s.ok()) s = env->SyncDir(Dirname(path));
+  if (!s.ok()) (void)env->RemoveFile(tmp);
+  return s;
+}
+
+std::string Dirname(const std::string& path) {
+  size_t p = path.find_last_of('/');
+  if (p == std::string::npos) return ".";
+  if (p == 0) return "/";
+  return path.substr(0, p);
+}
+
+std::string Basename(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  size_t i = p.find_last_of('/');
+  return i == std::string::npos ? p : p.substr(i + 1);
+}
+
+std::string JoinPath(const std::string& a, const std::string& b) {
+  if (a.empty() || (!b.empty() && b[0] == '/')) return b;
+  if (a.back() == '/') return a + b;
+  return a + "/" + b;
+}
+
+}  // namespace mmirage

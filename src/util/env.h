@@ -1,0 +1,89 @@
+// Env: every file-system and clock operation mmirage performs goes through this interface (STYLE.md: I/O behind
+// a small Env), so tests can inject faults and a fake clock.
+//
+// Env::Default() is the POSIX implementation (env_posix.cc); it lives for the whole process. Implementations
+// must be thread-safe. Every operation returns a Status whose message names the path and the OS error.
+// WritableFile/SequentialFile objects are used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/status.h"
+
+namespace mmirage {
+
+class WritableFile {
+ public:
+  WritableFile() = default;
+  WritableFile(const WritableFile&) = delete;
+  WritableFile& operator=(const WritableFile&) = delete;
+  virtual ~WritableFile() = default;  // closes without syncing
+
+  virtual Status Append(std::string_view data) = 0;
+  virtual Status Flush() = 0;  // buffered bytes to the OS
+  virtual Status Sync() = 0;   // Flush + fdatasync: durable once OK
+  virtual Status Close() = 0;
+};
+
+// Reads a file front to back. Read returns up to n bytes into *scratch; an empty result means end of file.
+class SequentialFile {
+ public:
+  SequentialFile() = default;
+  SequentialFile(const SequentialFile&) = delete;
+  SequentialFile& operator=(const SequentialFile&) = delete;
+  virtual ~SequentialFile() = default;
+  virtual Result<size_t> Read(size_t n, char* scratch) = 0;
+};
+
+class Env {
+ public:
+  virtual ~Env() = default;
+  static Env* Default();
+
+  // Truncates an existing file unless append is true. The parent directory must exist.
+  virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path, bool append = false) = 0;
+  virtual Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path) = 0;
+
+  virtual bool FileExists(const std::string& path) = 0;       // any kind of entry
+  virtual bool IsDirectory(const std::string& path) = 0;
+  virtual bool IsRegularFile(const std::string& path) = 0;
+  // Names (not paths) of the entries of dir, sorted.
+  virtual Result<std::vector<std::string>> GetChildren(const std::string& dir) = 0;
+  virtual Status CreateDirs(const std::string& path) = 0;  // mkdir -p; OK if it exists
+  virtual Status RemoveFile(const std::string& path) = 0;
+  virtual Status RemoveAll(const std::string& path) = 0;   // rm -rf; OK if absent
+  virtual Status RenameFile(const std::string& from, const std::string& to) = 0;  // atomic within a file system
+  // Atomically swaps two existing entries (Linux renameat2 RENAME_EXCHANGE); kNotFound-free fallback is the
+  // caller's business: returns kUnavailable if the file system cannot exchange.
+  virtual Status ExchangeFiles(const std::string& a, const std::string& b) = 0;
+  virtual Status SyncDir(const std::string& dir) = 0;
+  virtual Result<uint64_t> GetFileSize(const std::string& path) = 0;
+  virtual Status TruncateFile(const std::string& path, uint64_t size) = 0;
+  virtual Result<std::string> ReadFileToString(const std::string& path) = 0;
+  // Shell-style pattern (`*`, `?`, `[...]`, `**` not special) → matching paths, sorted. No match → empty.
+  virtual Result<std::vector<std::string>> Glob(const std::string& pattern) = 0;
+  // Absolute, normalised path (symlinks not resolved); RealPath resolves symlinks (the path must exist).
+  virtual std::string AbsolutePath(const std::string& path) = 0;
+  virtual Result<std::string> RealPath(const std::string& path) = 0;
+
+  virtual uint64_t NowMicros() = 0;          // wall clock, microseconds since the epoch
+  virtual uint64_t MonotonicMicros() = 0;
+  virtual void SleepMicros(uint64_t micros) = 0;
+  virtual std::string Hostname() = 0;
+  virtual int Pid() = 0;
+};
+
+// Durable replace of a small file (modelled on LevelDB's SetCurrentFile): write `<path>.tmp`, sync, rename over
+// path, sync the directory; removes the temp on failure. Readers see the old or the new content, never a mix.
+Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents);
+
+// Directory of a path ("." when none) and last component.
+std::string Dirname(const std::string& path);
+std::string Basename(const std::string& path);
+std::string JoinPath(const std::string& a, const std::string& b);
+
+}  // namespace mmirage
