@@ -1,0 +1,53 @@
+// Helpers for end-to-end tests: a workspace with generated data and a config.
+#pragma once
+
+#include <string>
+
+#include "support/test_util.h"
+
+namespace mmirage::testing {
+
+// {"id": i, "text": "...", "meta": {"lang": "en", "score": i*0.5}, "tags": [...]} × n, one per line.
+inline std::string MakeRows(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) {
+    s += "{\"id\":" + std::to_string(i) + ",\"text\":\"The capital of country " + std::to_string(i) +
+         " is city " + std::to_string(i) + "\",\"meta\":{\"lang\":\"en\",\"score\":" + std::to_string(i) +
+         ".5},\"tags\":[\"t" + std::to_string(i % 3) + "\",\"x\"]}\n";
+  }
+  return s;
+}
+
+// A restructuring config over `data` writing to `out`, state in `state`.
+inline std::string RestructureConfig(const std::string& data, const std::string& out, const std::string& state,
+                                     const std::string& extra_loading = "", const std::string& extra = "") {
+  return "processors: []\n"
+         "loading_params:\n"
+         "  datasets:\n"
+         "    - type: JSONL\n"
+         "      path: " + data + "\n"
+         "      output_dir: " + out + "\n"
+         "  state_dir: " + state + "\n" + extra_loading +
+         "processing_params:\n"
+         "  inputs:\n"
+         "    - name: text\n"
+         "      key: text\n"
+         "    - name: id\n"
+         "      key: id\n"
+         "    - name: lang\n"
+         "      key: meta.lang\n"
+         "    - name: tags\n"
+         "      key: tags\n"
+         "  outputs: []\n"
+         "  remove_columns: true\n"
+         "  output_schema:\n"
+         "    id: \"{{ id }}\"\n"
+         "    tags: \"{{ tags }}\"\n"
+         "    conversations:\n"
+         "      - role: user\n"
+         "        content: \"Rewrite ({{ lang | upper }}): {{ text }}\"\n"
+         "      - role: assistant\n"
+         "        content: \"{{ text.split(' ')[-1] }} has {{ tags | length }} tags\"\n" + extra;
+}
+
+}  // namespace mmirage::testing
