@@ -30,7 +30,8 @@ void ReportError(const Status& s) {
   while (start <= msg.size()) {
     size_t nl = msg.find('\n', start);
     std::string line = msg.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-    if (!line.empty()) std::cerr << "error: " << line << "\n";
+    if (line.rfind("warning: ", 0) == 0) std::cerr << line << "\n";
+    else if (!line.empty()) std::cerr << "error: " << line << "\n";
     if (nl == std::string::npos) break;
     start = nl + 1;
   }

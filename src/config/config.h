@@ -230,7 +230,8 @@ struct LoadOptions {
   std::optional<int64_t> shard_id_override;  // --shard-id: replaces loading_params.shard_id
 };
 
-// Errors: kNotFound/kIOError for an unreadable file; kInvalidArgument listing every config error, one per line.
+// Errors: kNotFound/kIOError for an unreadable file; kInvalidArgument listing every config error, one per line,
+// followed by the warnings, each line prefixed with "warning: ".
 Result<Config> LoadConfig(const std::string& path, const LoadOptions& options = {});
 // Same, from YAML text (`name` is used in locations).
 Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& name,

@@ -452,6 +452,8 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   if (!diag.errors.empty()) {
     std::string msg;
     for (const auto& e : diag.errors) msg += (msg.empty() ? "" : "\n") + e;
+    // Warnings travel with the errors (marked), so that a failing config still shows its typos.
+    for (const auto& w : c.warnings) msg += "\nwarning: " + w;
     return Status::InvalidArgument(msg);
   }
   return c;

@@ -39,7 +39,7 @@ TEST(CliTest, ValidateReportsEveryErrorWithItsLocation) {
   EXPECT_NE(r.err.find("error: " + d.Path("bad.yaml") + ":1:1: No datasets provided"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(d.Path("bad.yaml") + ":6:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(d.Path("bad.yaml") + ":8:"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("warning: " + d.Path("bad.yaml") + ":9:19: unknown key 'retyr'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("warning: " + d.Path("bad.yaml") + ":9:20: unknown key 'retyr'"), std::string::npos) << r.err;
   WriteFile(d.Path("data.jsonl"), MakeRows(2));
   WriteFile(d.Path("good.yaml"), RestructureConfig(d.Path("data.jsonl"), d.Path("out"), d.Path("state")));
   auto ok = RunMmirage("validate --config " + d.Path("good.yaml"));

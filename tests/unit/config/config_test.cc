@@ -102,7 +102,7 @@ processing_params:
 )";
   auto c = Load(yaml);
   ASSERT_FALSE(c.ok());
-  const std::string& m = c.status().message();
+  const std::string m = c.status().message();
   EXPECT_NE(m.find("No datasets provided"), std::string::npos) << m;
   EXPECT_NE(m.find("cfg.yaml:5:13: Invalid shard_id=5, num_shards=2"), std::string::npos) << m;
   EXPECT_NE(m.find("cfg.yaml:9:"), std::string::npos) << m;  // JMESPath syntax error, on the key's line
@@ -122,7 +122,7 @@ TEST(ConfigTest, TemplateErrorsInBlockScalarsPointAtTheTemplateLine) {
   y.replace(y.find("    copy: \"{{ text }}\"\n"), 24, "    copy: |\n      first line\n      {{ text | nosuchfilter }}\n");
   auto c = Load(y);
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("cfg.yaml:16:7:"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("cfg.yaml:15:7:"), std::string::npos) << c.status().message();
 }
 
 TEST(ConfigTest, UnknownKeysAreLocatedWarningsWithSuggestions) {
@@ -131,14 +131,14 @@ TEST(ConfigTest, UnknownKeysAreLocatedWarningsWithSuggestions) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   ASSERT_EQ(c->warnings.size(), 1u);
   EXPECT_EQ(c->warnings[0],
-            "cfg.yaml:16:3: unknown key 'retyr' in execution_params (ignored); did you mean 'retry'?");
+            "cfg.yaml:15:3: unknown key 'retyr' in execution_params (ignored); did you mean 'retry'?");
 }
 
 TEST(ConfigTest, TypesAreCheckedNotCoerced) {
   std::string y = std::string(kMinimal) + "execution_params:\n  max_retries: \"3\"\n  merge: yes\n";
   auto c = Load(y);
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("cfg.yaml:16:16: execution_params.max_retries: expected an int, got string '3'"),
+  EXPECT_NE(c.status().message().find("cfg.yaml:15:16: execution_params.max_retries: expected an int, got string '3'"),
             std::string::npos)
       << c.status().message();
 }

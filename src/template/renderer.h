@@ -1,0 +1,60 @@
+// Internal: the tree-walking evaluator. One Renderer per Render call (not thread-safe; cheap to create).
+// Borrowed values point into the context, the program's literals or loop holders, all of which outlive the
+// expressions that use them; locals are stored owned.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "template/ast.h"
+#include "template/filters.h"
+#include "template/runtime.h"
+
+namespace mmirage::tmpl::internal {
+
+struct LoopState {
+  int64_t index0 = 0;
+  int64_t length = 0;
+  const std::vector<Val>* items = nullptr;
+};
+
+class Renderer {
+ public:
+  explicit Renderer(const Value& vars);
+  Status Exec(const Body& body, std::string* out);
+  Result<Val> Eval(const Expr& e);
+
+ private:
+  struct Entry {
+    std::string_view name;
+    Val val;
+  };
+  struct Frame {
+    std::vector<Entry> vars;
+    bool barrier = false;  // macro frame: lookups continue at the root frame
+  };
+
+  Status ExecStmt(const Stmt& s, std::string* out);
+  Status ExecFor(const Stmt& s, std::string* out);
+  Status Assign(std::string_view name, Val v);
+  Status AssignTargets(const std::vector<std::string>& targets, bool tuple, const Val& v);
+  Val Lookup(std::string_view name) const;
+  Entry* FindEntry(std::string_view name);
+
+  Result<Val> EvalInner(const Expr& e);
+  Result<Val> EvalCall(const Expr& e);
+  Status EvalArgs(const Expr& e, size_t first, CallArgs* args);
+  Result<Val> CallValue(const Val& callee, CallArgs& args, const Expr& e);
+  Result<Val> CallMacro(const Stmt& m, CallArgs& args);
+  Result<Val> CallGlobal(std::string_view name, CallArgs& args);
+  Result<Val> ApplyFilters(const Expr& e, Val input);
+  Result<Val> LoopAttr(const LoopState& st, std::string_view name) const;
+
+  const Value& vars_;
+  std::vector<Frame> frames_;
+  int depth_ = 0;
+  bool located_ = false;
+};
+
+}  // namespace mmirage::tmpl::internal

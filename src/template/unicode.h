@@ -1,0 +1,35 @@
+// Internal: UTF-8 and the Unicode character classes and case mappings the template engine needs (Python's
+// str.upper/lower/title/isspace and the regex \w). Covers ASCII, Latin-1, Latin Extended-A and Additional,
+// Greek and Cyrillic; other scripts are caseless here. Pure functions, thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace mmirage::tmpl::internal {
+
+// Decodes the code point at *pos and advances; an invalid byte decodes as itself (one byte).
+char32_t NextCp(std::string_view s, size_t* pos);
+void AppendCp(char32_t cp, std::string* out);
+std::u32string ToU32(std::string_view s);
+std::string FromU32(std::u32string_view s);
+size_t CpCount(std::string_view s);
+
+void AppendUpper(char32_t cp, std::string* out);
+void AppendLower(char32_t cp, std::string* out);
+void AppendTitle(char32_t cp, std::string* out);
+std::string Upper(std::string_view s);
+std::string Lower(std::string_view s);  // with Python's final-sigma rule
+std::string PyTitle(std::string_view s);       // str.title()
+std::string PyCapitalize(std::string_view s);  // str.capitalize()
+bool IsCased(char32_t cp);
+bool IsUpperCp(char32_t cp);
+bool IsLowerCp(char32_t cp);
+bool IsSpaceCp(char32_t cp);  // str.isspace()
+bool IsWordCp(char32_t cp);   // regex \w
+bool IsDigitCp(char32_t cp);  // decimal digit
+bool IsAlphaCp(char32_t cp);
+bool IsLineBreak(char32_t cp);  // str.splitlines() boundaries
+
+}  // namespace mmirage::tmpl::internal
