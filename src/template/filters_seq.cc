@@ -209,7 +209,6 @@ Result<Val> FFirst(Val s, CallArgs& a) {
 
 Result<Val> FLast(Val s, CallArgs& a) {
   MMIRAGE_TRY(CheckArgs(a, "last", 0, {}));
-  if (s.is_undefined()) return UndefinedErr(s);
   MMIRAGE_ASSIGN_OR_RETURN(std::vector<Val> items, Iterate(s));
   if (items.empty()) return Val::Undefined("No last item, sequence was empty.");
   return items.back().Owned();
@@ -222,7 +221,6 @@ Result<Val> FReverse(Val s, CallArgs& a) {
     std::reverse(u.begin(), u.end());
     return Val(Value(FromU32(u)));
   }
-  if (s.is_undefined()) return UndefinedErr(s);
   MMIRAGE_ASSIGN_OR_RETURN(std::vector<Val> items, Iterate(s));
   std::reverse(items.begin(), items.end());
   return MakeList(items);
@@ -360,6 +358,7 @@ CallArgs RestArgs(const CallArgs& a, size_t from, bool drop_default_kw) {
 }
 
 Result<Val> FMap(Val s, CallArgs& a) {
+  if (!Truthy(s)) return MakeList({});  // Jinja: `if value: for item in value`
   MMIRAGE_ASSIGN_OR_RETURN(std::vector<Val> items, Iterate(s));
   std::vector<Val> out;
   const Val* attr = nullptr;
@@ -389,6 +388,7 @@ Result<Val> FMap(Val s, CallArgs& a) {
 }
 
 Result<Val> SelectImpl(Val s, CallArgs& a, bool by_attr, bool want) {
+  if (!Truthy(s)) return MakeList({});  // Jinja: `if value: for item in value`
   MMIRAGE_ASSIGN_OR_RETURN(std::vector<Val> items, Iterate(s));
   size_t next = 0;
   const Val* attr = nullptr;

@@ -140,17 +140,23 @@ Result<Val> FWordcount(Val s, CallArgs& a) {
 Result<Val> FTruncate(Val s, CallArgs& a) {
   MMIRAGE_TRY(CheckArgs(a, "truncate", 4, {"length", "killwords", "end", "leeway"}));
   if (s.is_undefined()) return s;
-  if (s.kind != Kind::kValue || !s.v().is_string()) return Err("object of type '" + PyTypeName(s) + "' has no len()");
   MMIRAGE_ASSIGN_OR_RETURN(int64_t length, IntArg(Arg(a, 0, "length"), 255, "length"));
   const Val* kw = Arg(a, 1, "killwords");
   bool killwords = kw != nullptr && Truthy(*kw);
   MMIRAGE_ASSIGN_OR_RETURN(std::string end, StrParam(Arg(a, 2, "end"), "..."));
   const Val* lw = Arg(a, 3, "leeway");
   MMIRAGE_ASSIGN_OR_RETURN(int64_t leeway, IntArg(IsNone(lw) ? nullptr : lw, 5, "leeway"));
-  std::u32string u = ToU32(s.v().as_string());
   int64_t end_len = static_cast<int64_t>(CpCount(end));
   if (length < end_len) return Err("expected length >= " + std::to_string(end_len) + ", got " + std::to_string(length));
   if (leeway < 0) return Err("expected leeway >= 0, got " + std::to_string(leeway));
+  if (s.kind != Kind::kValue || !s.v().is_string()) {
+    // Python checks len() first: a short enough list/dict comes back unchanged, anything else fails.
+    const Value& v = s.v();
+    bool sized = s.kind == Kind::kValue && (v.is_array() || (v.is_object() && s.shape != Shape::kNamespace));
+    if (sized && static_cast<int64_t>(v.size()) <= length + leeway) return s;
+    return Err("object of type '" + PyTypeName(s) + "' cannot be truncated");
+  }
+  std::u32string u = ToU32(s.v().as_string());
   int64_t n = static_cast<int64_t>(u.size());
   if (n <= length + leeway) return s;
   std::u32string head = u.substr(0, static_cast<size_t>(length - end_len));
@@ -605,6 +611,7 @@ Result<bool> TIterable(const Val& v, CallArgs&) {
                                            (v.v().is_object() && v.shape != Shape::kNamespace)));
 }
 Result<bool> TSequence(const Val& v, CallArgs&) {
+  if (v.is_undefined()) return true;  // Undefined defines __len__ and __getitem__
   return IsVal(v) && (v.v().is_string() || v.v().is_array() || (v.v().is_object() && v.shape != Shape::kNamespace)) &&
          v.shape != Shape::kDictItems && v.shape != Shape::kDictKeys && v.shape != Shape::kDictValues;
 }
@@ -612,7 +619,7 @@ Result<bool> TBoolean(const Val& v, CallArgs&) { return IsVal(v) && v.v().is_boo
 Result<bool> TTrue(const Val& v, CallArgs&) { return IsVal(v) && v.v().is_bool() && v.v().as_bool(); }
 Result<bool> TFalse(const Val& v, CallArgs&) { return IsVal(v) && v.v().is_bool() && !v.v().as_bool(); }
 Result<bool> TCallable(const Val& v, CallArgs&) {
-  return v.kind == Kind::kMacro || v.kind == Kind::kMethod || v.kind == Kind::kGlobal;
+  return v.kind == Kind::kMacro || v.kind == Kind::kMethod || v.kind == Kind::kGlobal || v.is_undefined();
 }
 Result<bool> TEscaped(const Val& v, CallArgs&) { return v.shape == Shape::kMarkup; }
 

@@ -173,7 +173,8 @@ Result<Val> StrMethod(const std::string& s, std::string_view name, const std::ve
     return StrVal(std::move(r));
   }
   if (name == "upper") return StrVal(Upper(s));
-  if (name == "lower" || name == "casefold") return StrVal(Lower(s));
+  if (name == "lower") return StrVal(Lower(s));
+  if (name == "casefold") return StrVal(CaseFold(s));
   if (name == "title") return StrVal(PyTitle(s));
   if (name == "capitalize") return StrVal(PyCapitalize(s));
   if (name == "swapcase") {

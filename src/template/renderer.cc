@@ -64,8 +64,8 @@ Status Renderer::Assign(std::string_view name, Val v) {
   return Status::OK();
 }
 
-Status Renderer::AssignTargets(const std::vector<std::string>& targets, bool tuple, const Val& v) {
-  if (!tuple) return Assign(targets[0], v.ref ? v : v.Owned());
+Status Renderer::AssignTargets(const std::vector<std::string>& targets, bool tuple, const Val& v, bool own) {
+  if (!tuple) return Assign(targets[0], own ? v.Owned() : v.Alias());
   MMIRAGE_ASSIGN_OR_RETURN(std::vector<Val> parts, Iterate(v));
   if (parts.size() != targets.size()) {
     if (parts.size() > targets.size()) {
@@ -74,7 +74,9 @@ Status Renderer::AssignTargets(const std::vector<std::string>& targets, bool tup
     return Err("not enough values to unpack (expected " + std::to_string(targets.size()) + ", got " +
                std::to_string(parts.size()) + ")");
   }
-  for (size_t i = 0; i < targets.size(); ++i) MMIRAGE_TRY(Assign(targets[i], std::move(parts[i])));
+  for (size_t i = 0; i < targets.size(); ++i) {
+    MMIRAGE_TRY(Assign(targets[i], own ? parts[i].Owned() : std::move(parts[i])));
+  }
   return Status::OK();
 }
 
@@ -117,8 +119,7 @@ Status Renderer::ExecStmt(const Stmt& s, std::string* out) {
     case StmtKind::kFor: return ExecFor(s, out);
     case StmtKind::kSet: {
       MMIRAGE_ASSIGN_OR_RETURN(Val v, Eval(*s.exprs[0]));
-      Val owned = v.Owned();
-      return AssignTargets(s.targets, s.tuple_target, owned);
+      return AssignTargets(s.targets, s.tuple_target, v, /*own=*/true);
     }
     case StmtKind::kSetBlock: {
       std::string body;
@@ -188,7 +189,7 @@ Status Renderer::ExecFor(const Stmt& s, std::string* out) {
     std::vector<Val> kept;
     for (Val& item : items) {
       frames_.back().vars.clear();
-      Status st = AssignTargets(s.targets, s.tuple_target, item);
+      Status st = AssignTargets(s.targets, s.tuple_target, item, /*own=*/false);
       if (!st.ok()) return finish(st);
       auto c = Eval(*s.exprs[1]);
       if (!c.ok()) return finish(c.status());
@@ -207,7 +208,7 @@ Status Renderer::ExecFor(const Stmt& s, std::string* out) {
     lv.kind = Kind::kLoop;
     lv.ptr = &loop;
     f.vars.push_back(Entry{"loop", std::move(lv)});
-    Status st = AssignTargets(s.targets, s.tuple_target, items[i]);
+    Status st = AssignTargets(s.targets, s.tuple_target, items[i], /*own=*/false);
     if (st.ok()) st = Exec(s.bodies[0], out);
     if (!st.ok()) return finish(st);
   }

@@ -38,7 +38,9 @@ class Renderer {
   Status ExecStmt(const Stmt& s, std::string* out);
   Status ExecFor(const Stmt& s, std::string* out);
   Status Assign(std::string_view name, Val v);
-  Status AssignTargets(const std::vector<std::string>& targets, bool tuple, const Val& v);
+  // Binds loop/set targets (unpacking when `tuple`); `own` copies borrowed values (set), a loop keeps
+  // borrowing from its holder, which outlives the loop frame.
+  Status AssignTargets(const std::vector<std::string>& targets, bool tuple, const Val& v, bool own);
   Val Lookup(std::string_view name) const;
   Entry* FindEntry(std::string_view name);
 

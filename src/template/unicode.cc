@@ -169,6 +169,37 @@ std::string Upper(std::string_view s) {
   return r;
 }
 
+namespace {
+// Lowercases the code point at s[start, *end) given the previous code point, applying the final-sigma rule.
+void AppendLowerAt(std::string_view s, char32_t cp, char32_t prev, size_t next_pos, std::string* out) {
+  if (cp == 0x3A3) {
+    size_t j = next_pos;
+    bool next_cased = j < s.size() && IsCased(NextCp(s, &j));
+    if (IsCased(prev) && !next_cased) {
+      AppendCp(0x3C2, out);
+      return;
+    }
+  }
+  AppendLower(cp, out);
+}
+}  // namespace
+
+std::string CaseFold(std::string_view s) {
+  std::string r;
+  size_t i = 0;
+  while (i < s.size()) {
+    char32_t cp = NextCp(s, &i);
+    if (cp == 0xDF) {
+      r += "ss";
+    } else if (cp == 0x3C2) {
+      AppendCp(0x3C3, &r);
+    } else {
+      AppendLower(cp, &r);
+    }
+  }
+  return r;
+}
+
 std::string Lower(std::string_view s) {
   std::string r;
   r.reserve(s.size());
@@ -202,14 +233,16 @@ std::string PyTitle(std::string_view s) {
   std::string r;
   size_t i = 0;
   bool prev_cased = false;
+  char32_t prev = 0;
   while (i < s.size()) {
     char32_t cp = NextCp(s, &i);
     if (prev_cased) {
-      AppendLower(cp, &r);
+      AppendLowerAt(s, cp, prev, i, &r);
     } else {
       AppendTitle(cp, &r);
     }
     prev_cased = IsCased(cp);
+    prev = cp;
   }
   return r;
 }
@@ -218,14 +251,16 @@ std::string PyCapitalize(std::string_view s) {
   std::string r;
   size_t i = 0;
   bool first = true;
+  char32_t prev = 0;
   while (i < s.size()) {
     char32_t cp = NextCp(s, &i);
     if (first) {
       AppendTitle(cp, &r);
     } else {
-      AppendLower(cp, &r);
+      AppendLowerAt(s, cp, prev, i, &r);
     }
     first = false;
+    prev = cp;
   }
   return r;
 }

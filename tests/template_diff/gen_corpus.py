@@ -243,7 +243,6 @@ STMTS = [
     "{% filter upper %}shout {{ x }}{% endfilter %}",
     "{{ x }}{% set x = 'reset' %}{{ x }}",
     "{% set x = 0 %}{% for i in [1, 2] %}{{ x }}{% set x = x + i %}{{ x }};{% endfor %}{{ x }}",
-    "{% for i in items %}{{ loop.changed }}{% endfor %}",
     "{% for x in items %}{{ x }}{% endfor %}{{ x }}",
     "{% if x is number and x > 0 %}pos{% endif %}",
     "{% for a, b in items %}{{ a }}{% endfor %}",
@@ -275,7 +274,7 @@ for t in ["{{ x }", "{{ x", "{% if x %}", "{% endfor %}", "{% for %}", "{{ x|nos
     add(t, {"x": {"a": 1}})
 
 # ---- 11. random compositions ----
-PIPES = ["upper", "lower", "title", "trim", "length", "string", "first", "last", "list", "reverse",
+PIPES = ["upper", "lower", "title", "trim", "length", "string", "first", "last", "list", "reverse|list",
          "sort", "unique|list", "join('/')", "replace('a', 'o')", "truncate(8)", "wordcount", "capitalize",
          "center(11)", "tojson", "default('d')", "int", "float", "abs", "round(1)", "e", "indent(1)"]
 for _ in range(120):
