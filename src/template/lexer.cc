@@ -144,10 +144,7 @@ class Lexer {
         if (src_[pos_] == '\n') ++line_;
         ++pos_;
       }
-      if (pos_ >= src_.size()) {
-        return LexErr(line_, std::string("unexpected end of template (expected end of ") +
-                                 (is_var ? "print statement)" : "statement block)"));
-      }
+      if (pos_ >= src_.size()) return Status::OK();  // the parser reports the missing end of the tag
       if (depth == 0) {
         size_t p = pos_;
         bool minus = src_[p] == '-';

@@ -540,8 +540,12 @@ Result<std::string> StrFormat(std::string_view fmt, const std::vector<Val>& args
       ++i;
       continue;
     }
-    size_t close = fmt.find('}', i);
-    if (close == std::string_view::npos) return Err("Single '{' encountered in format string");
+    size_t close = i + 1;
+    for (int depth = 1; close < fmt.size(); ++close) {
+      if (fmt[close] == '{') ++depth;
+      if (fmt[close] == '}' && --depth == 0) break;
+    }
+    if (close >= fmt.size()) return Err("expected '}' before end of string");
     std::string_view field = fmt.substr(i + 1, close - i - 1);
     i = close;
     std::string_view spec, conv;
@@ -612,7 +616,28 @@ Result<std::string> StrFormat(std::string_view fmt, const std::vector<Val>& args
     } else if (!conv.empty()) {
       return Err("Unknown conversion specifier " + std::string(conv));
     }
-    MMIRAGE_ASSIGN_OR_RETURN(std::string piece, FormatSpec(cur, spec));
+    std::string spec_text(spec);
+    if (spec_text.find('{') != std::string::npos) {
+      // Nested fields ("{0:>{1}}") take the next automatic index or their own, like Python.
+      std::vector<Val> nested_args;
+      for (const Val& a : args) nested_args.push_back(a.Alias());
+      std::string expanded;
+      for (size_t k = 0; k < spec_text.size(); ++k) {
+        if (spec_text[k] != '{') {
+          expanded.push_back(spec_text[k]);
+          continue;
+        }
+        size_t e = spec_text.find('}', k);
+        if (e == std::string::npos) return Err("unmatched '{' in format spec");
+        std::string inner = spec_text.substr(k, e - k + 1);
+        if (inner == "{}") inner = "{" + std::to_string(auto_idx++) + "}";
+        MMIRAGE_ASSIGN_OR_RETURN(std::string part, StrFormat(inner, nested_args, kwargs));
+        expanded += part;
+        k = e;
+      }
+      spec_text = expanded;
+    }
+    MMIRAGE_ASSIGN_OR_RETURN(std::string piece, FormatSpec(cur, spec_text));
     out += piece;
   }
   return out;

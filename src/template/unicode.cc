@@ -84,6 +84,18 @@ char32_t LowerMap(char32_t c) {
   if (c >= 0x400 && c <= 0x40F) return c + 80;
   if (c >= 0x410 && c <= 0x42F) return c + 32;
   if ((c >= 0x1E00 && c <= 0x1E95) || (c >= 0x1EA0 && c <= 0x1EFF)) return c % 2 == 0 ? c + 1 : 0;
+  if (c == 0x1C4 || c == 0x1C7 || c == 0x1CA || c == 0x1F1) return c + 2;
+  if (c == 0x1C5 || c == 0x1C8 || c == 0x1CB || c == 0x1F2) return c + 1;
+  if (c >= 0x1CD && c <= 0x1DC) return c % 2 == 1 ? c + 1 : 0;
+  if ((c >= 0x1DE && c <= 0x1EF) || (c >= 0x1F8 && c <= 0x21F) || (c >= 0x222 && c <= 0x233) ||
+      (c >= 0x246 && c <= 0x24F) || (c >= 0x460 && c <= 0x481) || (c >= 0x48A && c <= 0x4BF) ||
+      (c >= 0x4D0 && c <= 0x52F)) {
+    return c % 2 == 0 ? c + 1 : 0;
+  }
+  if (c >= 0x531 && c <= 0x556) return c + 48;
+  if (c >= 0x2160 && c <= 0x216F) return c + 16;
+  if (c >= 0x24B6 && c <= 0x24CF) return c + 26;
+  if (c >= 0xFF21 && c <= 0xFF3A) return c + 32;
   return 0;
 }
 
@@ -110,16 +122,30 @@ char32_t UpperMap(char32_t c) {
   if (c >= 0x430 && c <= 0x44F) return c - 32;
   if (c >= 0x450 && c <= 0x45F) return c - 80;
   if ((c >= 0x1E01 && c <= 0x1E95) || (c >= 0x1EA1 && c <= 0x1EFF)) return c % 2 == 1 ? c - 1 : 0;
+  if (c == 0x1C6 || c == 0x1C9 || c == 0x1CC || c == 0x1F3) return c - 2;
+  if (c == 0x1C5 || c == 0x1C8 || c == 0x1CB || c == 0x1F2) return c - 1;
+  if (c >= 0x1CE && c <= 0x1DC) return c % 2 == 0 ? c - 1 : 0;
+  if ((c >= 0x1DF && c <= 0x1EF) || (c >= 0x1F9 && c <= 0x21F) || (c >= 0x223 && c <= 0x233) ||
+      (c >= 0x247 && c <= 0x24F) || (c >= 0x461 && c <= 0x481) || (c >= 0x48B && c <= 0x4BF) ||
+      (c >= 0x4D1 && c <= 0x52F)) {
+    return c % 2 == 1 ? c - 1 : 0;
+  }
+  if (c >= 0x561 && c <= 0x586) return c - 48;
+  if (c >= 0x2170 && c <= 0x217F) return c - 16;
+  if (c >= 0x24D0 && c <= 0x24E9) return c - 26;
+  if (c >= 0xFF41 && c <= 0xFF5A) return c - 32;
   return 0;
 }
 
 }  // namespace
 
-bool IsUpperCp(char32_t cp) { return LowerMap(cp) != 0 || cp == 0x130; }
-bool IsLowerCp(char32_t cp) {
-  return UpperMap(cp) != 0 || cp == 0xDF || cp == 0x138 || cp == 0x149 || cp == 0xAA || cp == 0xBA;
+bool IsUpperCp(char32_t cp) {
+  return (LowerMap(cp) != 0 && UpperMap(cp) == 0) || cp == 0x130;  // titlecase digraphs are neither
 }
-bool IsCased(char32_t cp) { return IsUpperCp(cp) || IsLowerCp(cp); }
+bool IsLowerCp(char32_t cp) {
+  return (UpperMap(cp) != 0 && LowerMap(cp) == 0) || cp == 0xDF || cp == 0x138 || cp == 0x149 || cp == 0xAA || cp == 0xBA;
+}
+bool IsCased(char32_t cp) { return IsUpperCp(cp) || IsLowerCp(cp) || LowerMap(cp) != 0; }
 
 void AppendUpper(char32_t cp, std::string* out) {
   if (cp == 0xDF) {
@@ -146,6 +172,16 @@ void AppendLower(char32_t cp, std::string* out) {
 }
 
 void AppendTitle(char32_t cp, std::string* out) {
+  if (cp == 0x1C4 || cp == 0x1C6 || cp == 0x1C7 || cp == 0x1C9 || cp == 0x1CA || cp == 0x1CC || cp == 0x1F1 ||
+      cp == 0x1F3) {
+    char32_t base = cp <= 0x1C6 ? 0x1C5 : cp <= 0x1C9 ? 0x1C8 : cp <= 0x1CC ? 0x1CB : 0x1F2;
+    AppendCp(base, out);
+    return;
+  }
+  if (cp == 0x1C5 || cp == 0x1C8 || cp == 0x1CB || cp == 0x1F2) {
+    AppendCp(cp, out);
+    return;
+  }
   if (cp == 0xDF) {
     out->append("Ss");
     return;
