@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -107,13 +108,24 @@ Result<Value> ParseJson(std::string_view text) {
 
 void AppendJsonString(std::string_view s, std::string* out) {
   static const char kHex[] = "0123456789abcdef";
+  // 1 for bytes that need escaping: control characters, '"' and '\\'.
+  static const auto kEscape = [] {
+    std::array<uint8_t, 256> t{};
+    for (int c = 0; c < 0x20; ++c) t[c] = 1;
+    t['"'] = 1;
+    t['\\'] = 1;
+    return t;
+  }();
+  out->reserve(out->size() + s.size() + 2);
   out->push_back('"');
-  size_t run = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out->append(s.data() + run, i - run);
-    run = i + 1;
+  const char* p = s.data();
+  const char* end = p + s.size();
+  while (p < end) {
+    const char* run = p;
+    while (p < end && !kEscape[static_cast<unsigned char>(*p)]) ++p;
+    out->append(run, static_cast<size_t>(p - run));
+    if (p == end) break;
+    unsigned char c = static_cast<unsigned char>(*p++);
     switch (c) {
       case '"': out->append("\\\""); break;
       case '\\': out->append("\\\\"); break;
@@ -128,7 +140,6 @@ void AppendJsonString(std::string_view s, std::string* out) {
         out->push_back(kHex[c & 15]);
     }
   }
-  out->append(s.data() + run, s.size() - run);
   out->push_back('"');
 }
 

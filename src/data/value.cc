@@ -4,6 +4,27 @@
 
 namespace mmirage {
 
+void Value::CopyFrom(const Value& o) {
+  type_ = o.type_;
+  switch (o.type_) {
+    case Type::kString: new (&s_) std::string(o.s_); break;
+    case Type::kArray: new (&a_) std::shared_ptr<Array>(o.a_); break;
+    case Type::kObject: new (&o_) std::shared_ptr<Object>(o.o_); break;
+    default: i_ = o.i_; break;  // bool/int/double share the 8 bytes
+  }
+}
+
+void Value::MoveFrom(Value&& o) noexcept {
+  type_ = o.type_;
+  switch (o.type_) {
+    case Type::kString: new (&s_) std::string(std::move(o.s_)); break;
+    case Type::kArray: new (&a_) std::shared_ptr<Array>(std::move(o.a_)); break;
+    case Type::kObject: new (&o_) std::shared_ptr<Object>(std::move(o.o_)); break;
+    default: i_ = o.i_; break;
+  }
+  o.Destroy();
+}
+
 Value::Array& Value::mutable_array() {
   if (a_.use_count() > 1) a_ = std::make_shared<Array>(*a_);
   return *a_;

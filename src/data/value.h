@@ -24,9 +24,9 @@ class Value {
   using Member = std::pair<std::string, Value>;
   using Object = std::vector<Member>;
 
-  Value() = default;  // null
-  Value(std::nullptr_t) {}  // NOLINT
-  Value(bool b) : type_(Type::kBool), b_(b) {}  // NOLINT
+  Value() : type_(Type::kNull), i_(0) {}  // null
+  Value(std::nullptr_t) : Value() {}  // NOLINT
+  Value(bool b) : type_(Type::kBool), i_(0) { b_ = b; }  // NOLINT
   Value(int v) : type_(Type::kInt), i_(v) {}  // NOLINT
   Value(int64_t v) : type_(Type::kInt), i_(v) {}  // NOLINT
   Value(double v) : type_(Type::kDouble), d_(v) {}  // NOLINT
@@ -35,6 +35,24 @@ class Value {
   Value(const char* s) : type_(Type::kString), s_(s) {}  // NOLINT
   Value(Array a) : type_(Type::kArray), a_(std::make_shared<Array>(std::move(a))) {}  // NOLINT
   Value(Object o) : type_(Type::kObject), o_(std::make_shared<Object>(std::move(o))) {}  // NOLINT
+  Value(const Value& other) { CopyFrom(other); }
+  Value(Value&& other) noexcept { MoveFrom(std::move(other)); }
+  Value& operator=(const Value& other) {
+    if (this != &other) {
+      Value tmp(other);
+      Destroy();
+      MoveFrom(std::move(tmp));
+    }
+    return *this;
+  }
+  Value& operator=(Value&& other) noexcept {
+    if (this != &other) {
+      Destroy();
+      MoveFrom(std::move(other));
+    }
+    return *this;
+  }
+  ~Value() { Destroy(); }
   static Value EmptyArray() { return Value(Array{}); }
   static Value EmptyObject() { return Value(Object{}); }
 
@@ -77,15 +95,29 @@ class Value {
   const char* TypeName() const;
 
  private:
+  // One active member, chosen by type_ (40 bytes in all; copying shares arrays and objects).
+  void CopyFrom(const Value& o);
+  void MoveFrom(Value&& o) noexcept;
+  void Destroy() {
+    switch (type_) {
+      case Type::kString: s_.~basic_string(); break;
+      case Type::kArray: a_.~shared_ptr(); break;
+      case Type::kObject: o_.~shared_ptr(); break;
+      default: break;
+    }
+    type_ = Type::kNull;
+    i_ = 0;
+  }
+
   Type type_ = Type::kNull;
   union {
     bool b_;
-    int64_t i_ = 0;
+    int64_t i_;
     double d_;
+    std::string s_;
+    std::shared_ptr<Array> a_;
+    std::shared_ptr<Object> o_;
   };
-  std::string s_;
-  std::shared_ptr<Array> a_;
-  std::shared_ptr<Object> o_;
 };
 
 }  // namespace mmirage

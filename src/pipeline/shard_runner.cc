@@ -4,6 +4,7 @@
 
 #include "data/dataset.h"
 #include "data/json.h"
+#include "pipeline/row_batches.h"
 #include "pipeline/row_transform.h"
 #include "pipeline/shard_writer.h"
 #include "state/shard_state.h"
@@ -37,34 +38,11 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
   for (size_t p = 0; p < plan.parts.size(); ++p) {
     RowStream stream(env, plan.parts[p], plan.ranges[p]);
-    RawRow raw;
-    while (true) {
-      MMIRAGE_ASSIGN_OR_RETURN(bool more, stream.Next(&raw));
-      if (!more) break;
-      auto source = [&] { return *raw.file + ":" + std::to_string(raw.line); };
-      auto row = ParseJson(raw.text);
-      if (!row.ok()) {
-        MMIRAGE_TRY(writer->AddError(p, raw.index, source(), RowError{Stage::kRead, row.status().message()}));
-        continue;
-      }
-      if (!row->is_object()) {
-        MMIRAGE_TRY(writer->AddError(p, raw.index, source(),
-                                     RowError{Stage::kRead, std::string("row is a JSON ") + row->TypeName() +
-                                                                ", expected an object"}));
-        continue;
-      }
-      auto vars = transform.Extract(*row);
-      if (!vars.ok) {
-        MMIRAGE_TRY(writer->AddError(p, raw.index, source(), vars.error));
-        continue;
-      }
-      auto out = transform.RenderOutput(*row, vars.value);
-      if (!out.ok) {
-        MMIRAGE_TRY(writer->AddError(p, raw.index, source(), out.error));
-        continue;
-      }
-      MMIRAGE_TRY(writer->Add(p, out.value));
-    }
+    MMIRAGE_TRY(RunRowBatches(&stream, transform, RowBatchOptions{}, [&](ProcessedBatch& batch) -> Status {
+      MMIRAGE_TRY(writer->AddSerialized(p, batch.lines, batch.rows));
+      for (const auto& f : batch.failures) MMIRAGE_TRY(writer->AddError(p, f.row_index, f.source, f.error));
+      return Status::OK();
+    }));
   }
   return Status::OK();
 }

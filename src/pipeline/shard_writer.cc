@@ -64,6 +64,13 @@ Status ShardWriter::Add(size_t split_index, const Value& row) {
   return status_;
 }
 
+Status ShardWriter::AddSerialized(size_t split_index, std::string_view lines, int64_t rows) {
+  if (!status_.ok()) return status_;
+  status_ = files_[split_index]->Append(lines);
+  if (status_.ok()) rows_written_ += rows;
+  return status_;
+}
+
 Status ShardWriter::AddError(size_t split_index, uint64_t row_index, const std::string& source,
                              const RowError& error) {
   if (!status_.ok()) return status_;

@@ -31,6 +31,8 @@ class ShardWriter {
 
   // Appends one output row (compact JSON line) to the split's file. REQUIRES: split was given to Open.
   Status Add(size_t split_index, const Value& row);
+  // Appends `rows` already-serialised rows (one JSON object per line, each ending in '\n').
+  Status AddSerialized(size_t split_index, std::string_view lines, int64_t rows);
   // Appends one failed row to errors.jsonl: {"row_index", "split", "source", "stage", "message"}.
   Status AddError(size_t split_index, uint64_t row_index, const std::string& source, const RowError& error);
 

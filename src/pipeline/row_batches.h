@@ -1,0 +1,48 @@
+// Parallel model-free row processing: a reader thread cuts the shard's rows into batches, worker threads run
+// parse → extract → render → serialise on whole batches, and the caller's thread receives the batches back in
+// input order (a reorder buffer) and writes them. The number of batches in flight is bounded, so memory stays
+// flat whatever the dataset size.
+//
+// Thread-safety: RunRowBatches is called from one thread; `transform` must be safe to share (RowTransform is).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "pipeline/row_transform.h"
+#include "util/status.h"
+
+namespace mmirage::pipeline {
+
+// What the workers produced for one batch, in row order.
+struct ProcessedBatch {
+  std::string lines;  // serialised output rows, one JSON object per line
+  int64_t rows = 0;   // rows in `lines`
+  struct Failure {
+    uint64_t row_index;
+    std::string source;  // FILE:LINE
+    RowError error;
+  };
+  std::vector<Failure> failures;
+};
+
+struct RowBatchOptions {
+  int threads = 0;          // workers; 0 = hardware concurrency (at most 8)
+  size_t batch_rows = 512;  // rows per batch
+  size_t max_in_flight = 0; // batches queued or being processed; 0 = 4 × threads
+};
+
+// Streams `stream` through `transform`, calling `sink` with every batch in input order (from the calling
+// thread). Stops at the first error of the stream or of the sink and returns it.
+Status RunRowBatches(RowStream* stream, const RowTransform& transform, const RowBatchOptions& options,
+                     const std::function<Status(ProcessedBatch&)>& sink);
+
+// The per-row work on one raw line (exposed for tests and for the single-row paths).
+// `file` and `line` name the row's origin in errors (FILE:LINE), built only when the row fails.
+void ProcessRow(const RowTransform& transform, uint64_t row_index, const std::string& file, uint64_t line,
+                std::string_view text, ProcessedBatch* out);
+
+}  // namespace mmirage::pipeline
