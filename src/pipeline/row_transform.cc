@@ -14,7 +14,12 @@ const char* StageName(Stage s) {
 }
 
 RowTransform::RowTransform(const config::Config* config, Env* env, std::string image_base_path)
-    : config_(config), env_(env), image_base_path_(std::move(image_base_path)) {}
+    : config_(config), env_(env), image_base_path_(std::move(image_base_path)) {
+  const auto& inputs = config_->processing.inputs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (inputs[i].name == inputs[j].name) unique_input_names_ = false;
+}
 
 StageResult<Value> RowTransform::Extract(const Value& row) const {
   Value vars(Value::Object{});
@@ -39,7 +44,8 @@ StageResult<Value> RowTransform::Extract(const Value& row) const {
       if (!img.ok()) return StageResult<Value>::Fail(Stage::kExtract, "input '" + in.name + "': " + img.status().message());
       v = std::move(*img);
     }
-    vars.Set(in.name, std::move(v));
+    if (unique_input_names_) vars.mutable_object().emplace_back(in.name, std::move(v));
+    else vars.Set(in.name, std::move(v));  // a later input of the same name wins
   }
   StageResult<Value> out;
   out.value = std::move(vars);

@@ -59,6 +59,7 @@ class RowTransform {
   const config::Config* config_;
   Env* env_;
   std::string image_base_path_;
+  bool unique_input_names_ = true;
 };
 
 }  // namespace mmirage::pipeline

@@ -27,6 +27,10 @@ Result<DatasetPlan> PlanDataset(Env* env, const config::DatasetConfig& dc, int64
   if (!parts.ok()) return parts.status().WithContext(dc.loc.ToString() + ": dataset");
   plan.parts = std::move(*parts);
   for (const auto& part : plan.parts) {
+    if (num_shards == 1) {  // the whole part: no need to count its rows first
+      plan.ranges.push_back(RowRange{0, UINT64_MAX});
+      continue;
+    }
     MMIRAGE_ASSIGN_OR_RETURN(uint64_t n, CountRows(env, part));
     plan.ranges.push_back(ShardRange(n, static_cast<uint64_t>(num_shards), static_cast<uint64_t>(shard_id)));
   }
