@@ -1,0 +1,149 @@
+#include "pipeline/row_transform.h"
+
+#include <gtest/gtest.h>
+
+#include "config/config.h"
+#include "data/json.h"
+#include "pipeline/row_batches.h"
+#include "pipeline/shard_writer.h"
+#include "support/test_util.h"
+
+namespace mmirage::pipeline {
+namespace {
+
+config::Config MakeConfig(const std::string& processing) {
+  std::string y = "processors: []\nloading_params:\n  datasets: [{type: JSONL, path: d.jsonl, output_dir: o}]\n"
+                  "processing_params:\n" + processing;
+  config::LoadOptions o;
+  o.env = [](const std::string&) { return std::optional<std::string>(); };
+  auto c = config::LoadConfigFromString(y, "t.yaml", o);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return std::move(*c);
+}
+
+Value Json(const std::string& s) { return *ParseJson(s); }
+
+TEST(RowTransformTest, PlainVariablesKeepEveryJsonType) {
+  auto c = MakeConfig(
+      "  inputs: [{name: n, key: n}, {name: b, key: b}, {name: l, key: l}, {name: m, key: m}, "
+      "{name: z, key: z, optional: true}]\n"
+      "  outputs: []\n  remove_columns: true\n"
+      "  output_schema: {n: '{{ n }}', b: '{{ b }}', l: '{{l}}', m: '{{ m }}', z: '{{ z }}', s: '{{ n }}!',"
+      " missing: '{{ nope }}', const: 7}\n");
+  RowTransform t(&c, Env::Default(), "");
+  Value row = Json(R"({"n": 2.5, "b": false, "l": [1, "a"], "m": {"k": null}, "z": null})");
+  auto vars = t.Extract(row);
+  ASSERT_TRUE(vars.ok) << vars.error.message;
+  auto out = t.RenderOutput(row, vars.value);
+  ASSERT_TRUE(out.ok) << out.error.message;
+  EXPECT_EQ(ToJson(out.value),
+            R"({"n":2.5,"b":false,"l":[1,"a"],"m":{"k":null},"z":null,"s":"2.5!","missing":"","const":7})");
+}
+
+TEST(RowTransformTest, MissingRequiredInputIsAnExtractError) {
+  auto c = MakeConfig("  inputs: [{name: q, key: a.b}]\n  outputs: []\n  output_schema: {q: '{{ q }}'}\n");
+  RowTransform t(&c, Env::Default(), "");
+  auto vars = t.Extract(Json(R"({"a": {}})"));
+  ASSERT_FALSE(vars.ok);
+  EXPECT_EQ(vars.error.stage, Stage::kExtract);
+  EXPECT_EQ(vars.error.message, "Input variable 'q' with key 'a.b' not found in the sample.");
+}
+
+TEST(RowTransformTest, JmespathTypeErrorIsAnExtractError) {
+  auto c = MakeConfig("  inputs: [{name: q, key: 'abs(a)'}]\n  outputs: []\n  output_schema: {q: '{{ q }}'}\n");
+  RowTransform t(&c, Env::Default(), "");
+  auto vars = t.Extract(Json(R"({"a": "text"})"));
+  ASSERT_FALSE(vars.ok);
+  EXPECT_NE(vars.error.message.find("invalid-type"), std::string::npos) << vars.error.message;
+}
+
+TEST(RowTransformTest, ImageInputsResolveAgainstTheBasePath) {
+  testing::TempDir d;
+  testing::WriteFile(d.Path("imgs/cat.jpg"), "jpeg");
+  auto c = MakeConfig("  inputs: [{name: img, key: image, type: image}]\n  outputs: []\n"
+                      "  output_schema: {img: '{{ img }}'}\n");
+  RowTransform t(&c, Env::Default(), d.Path("imgs"));
+  auto ok = t.Extract(Json(R"({"image": "cat.jpg"})"));
+  ASSERT_TRUE(ok.ok) << ok.error.message;
+  EXPECT_EQ(ok.value.Find("img")->as_string(), d.Path("imgs/cat.jpg"));
+  auto url = t.Extract(Json(R"({"image": "https://x/y.png"})"));
+  ASSERT_TRUE(url.ok);
+  auto missing = t.Extract(Json(R"({"image": "dog.jpg"})"));
+  ASSERT_FALSE(missing.ok);
+  EXPECT_NE(missing.error.message.find("does not exist (base='" + d.Path("imgs") + "', rel='dog.jpg')"),
+            std::string::npos)
+      << missing.error.message;
+}
+
+TEST(RowBatchesTest, OutputOrderIsInputOrderWhateverTheThreads) {
+  testing::TempDir d;
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += i % 97 == 0 ? "oops\n" : "{\"i\":" + std::to_string(i) + "}\n";
+  testing::WriteFile(d.Path("d.jsonl"), text);
+  auto c = MakeConfig("  inputs: [{name: i, key: i}]\n  outputs: []\n  remove_columns: true\n"
+                      "  output_schema: {i: '{{ i }}'}\n");
+  RowTransform t(&c, Env::Default(), "");
+  DatasetPart part{"", {d.Path("d.jsonl")}};
+  RowStream stream(Env::Default(), part, RowRange{0, UINT64_MAX});
+  std::string all;
+  std::vector<uint64_t> failed;
+  Status s = RunRowBatches(&stream, t, RowBatchOptions{4, 7, 3}, [&](ProcessedBatch& b) {
+    all += b.lines;
+    for (const auto& f : b.failures) failed.push_back(f.row_index);
+    return Status::OK();
+  });
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::string expected;
+  std::vector<uint64_t> expected_failed;
+  for (int i = 0; i < 5000; ++i) {
+    if (i % 97 == 0) expected_failed.push_back(static_cast<uint64_t>(i));
+    else expected += "{\"i\":" + std::to_string(i) + "}\n";
+  }
+  EXPECT_EQ(all, expected);
+  EXPECT_EQ(failed, expected_failed);
+}
+
+TEST(RowBatchesTest, ASinkErrorStopsThePipeline) {
+  testing::TempDir d;
+  std::string text;
+  for (int i = 0; i < 3000; ++i) text += "{\"i\":1}\n";
+  testing::WriteFile(d.Path("d.jsonl"), text);
+  auto c = MakeConfig("  inputs: [{name: i, key: i}]\n  outputs: []\n  output_schema: {i: '{{ i }}'}\n");
+  RowTransform t(&c, Env::Default(), "");
+  RowStream stream(Env::Default(), DatasetPart{"", {d.Path("d.jsonl")}}, RowRange{0, UINT64_MAX});
+  int calls = 0;
+  Status s = RunRowBatches(&stream, t, RowBatchOptions{2, 10, 2}, [&](ProcessedBatch&) {
+    return ++calls == 3 ? Status::IOError("disk full") : Status::OK();
+  });
+  EXPECT_TRUE(s.IsIOError());
+  EXPECT_EQ(calls, 3);
+}
+
+TEST(ShardWriterTest, FinishReplacesThePreviousShardAtomically) {
+  testing::TempDir d;
+  Env* env = Env::Default();
+  testing::WriteFile(d.Path("out/shard_0/data.jsonl"), "{\"old\":1}\n");
+  testing::WriteFile(d.Path("out/shard_0/stale.txt"), "x");
+  auto w = ShardWriter::Open(env, d.Path("out"), 0, {""});
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Add(0, Json(R"({"new":1})")).ok());
+  // Until Finish, the old shard is what readers see.
+  EXPECT_EQ(testing::ReadFile(d.Path("out/shard_0/data.jsonl")), "{\"old\":1}\n");
+  ASSERT_TRUE((*w)->Finish().ok());
+  EXPECT_EQ(testing::ReadFile(d.Path("out/shard_0/data.jsonl")), "{\"new\":1}\n");
+  EXPECT_FALSE(testing::Exists(d.Path("out/shard_0/stale.txt")));
+  EXPECT_EQ(testing::RunCommand("ls '" + d.Path("out") + "'").out, "shard_0\n");
+}
+
+TEST(ShardWriterTest, AbandonLeavesNothingBehind) {
+  testing::TempDir d;
+  {
+    auto w = ShardWriter::Open(Env::Default(), d.Path("out"), 1, {"train", "test"});
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Add(1, Json("{}")).ok());
+  }  // destroyed without Finish
+  EXPECT_EQ(testing::RunCommand("ls -A '" + d.Path("out") + "'").out, "");
+}
+
+}  // namespace
+}  // namespace mmirage::pipeline

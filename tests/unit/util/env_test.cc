@@ -1,0 +1,60 @@
+#include "util/env.h"
+
+#include <gtest/gtest.h>
+
+#include "support/test_util.h"
+
+namespace mmirage {
+namespace {
+
+TEST(EnvTest, WriteFileAtomicallyReplacesContentAndLeavesNoTemp) {
+  testing::TempDir d;
+  Env* env = Env::Default();
+  std::string p = d.Path("f.json");
+  ASSERT_TRUE(WriteFileAtomically(env, p, "one").ok());
+  ASSERT_TRUE(WriteFileAtomically(env, p, "two").ok());
+  EXPECT_EQ(testing::ReadFile(p), "two");
+  EXPECT_FALSE(testing::Exists(p + ".tmp"));
+}
+
+TEST(EnvTest, WriteFileAtomicallyFailsCleanlyWhenTheDirectoryIsMissing) {
+  testing::TempDir d;
+  Status s = WriteFileAtomically(Env::Default(), d.Path("no/such/dir/f"), "x");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no/such/dir/f.tmp"), std::string::npos) << s.message();
+}
+
+TEST(EnvTest, ExchangeSwapsTwoDirectories) {
+  testing::TempDir d;
+  Env* env = Env::Default();
+  testing::WriteFile(d.Path("a/x"), "A");
+  testing::WriteFile(d.Path("b/x"), "B");
+  Status s = env->ExchangeFiles(d.Path("a"), d.Path("b"));
+  if (s.IsUnavailable()) GTEST_FAIL() << "renameat2(RENAME_EXCHANGE) unsupported here: " << s.message();
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(testing::ReadFile(d.Path("a/x")), "B");
+  EXPECT_EQ(testing::ReadFile(d.Path("b/x")), "A");
+}
+
+TEST(EnvTest, PathHelpers) {
+  EXPECT_EQ(Dirname("a/b/c"), "a/b");
+  EXPECT_EQ(Dirname("c"), ".");
+  EXPECT_EQ(Dirname("/c"), "/");
+  EXPECT_EQ(Basename("a/b/"), "b");
+  EXPECT_EQ(JoinPath("a/", "b"), "a/b");
+  EXPECT_EQ(JoinPath("a", "/abs"), "/abs");
+}
+
+TEST(StatusTest, ResultCarriesValueOrError) {
+  Result<int> ok = 3;
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(*ok, 3);
+  Result<int> bad = Status::NotFound("x");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_TRUE(bad.status().IsNotFound());
+  EXPECT_EQ(Status::IOError("disk").WithContext("f.txt").message(), "f.txt: disk");
+  EXPECT_TRUE(Status::OK().WithContext("ignored").ok());
+}
+
+}  // namespace
+}  // namespace mmirage
