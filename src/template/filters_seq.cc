@@ -186,6 +186,16 @@ Result<Val> FJoin(Val s, CallArgs& a) {
   const Val* d = Arg(a, 0, "d");
   const Val* attr = Arg(a, 1, "attribute");
   std::string sep = d ? StrOf(*d) : "";
+  if (IsNone(attr) && s.kind == Kind::kValue && s.v().is_array() && s.shape == Shape::kPlain) {
+    std::string out;  // hot path: a plain list of values
+    bool first = true;
+    for (const Value& e : s.v().as_array()) {
+      if (!first) out += sep;
+      first = false;
+      AppendStrValue(e, &out);
+    }
+    return Val(Value(std::move(out)));
+  }
   MMIRAGE_ASSIGN_OR_RETURN(std::vector<Val> items, Iterate(s));
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {

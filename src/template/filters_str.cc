@@ -58,13 +58,22 @@ Result<std::string> StrParam(const Val* v, std::string dflt) {
   return StrOf(*v);
 }
 
+// The subject as text (Python's soft_str): a string Val is used in place, anything else printed.
+std::string_view TextOf(const Val& s, std::string* scratch) {
+  if (s.kind == Kind::kValue && s.v().is_string()) return s.v().as_string();
+  *scratch = StrOf(s);
+  return *scratch;
+}
+
 Result<Val> FUpper(Val s, CallArgs& a) {
   MMIRAGE_TRY(CheckArgs(a, "upper", 0, {}));
-  return Str(Upper(StrOf(s)));
+  std::string scratch;
+  return Str(Upper(TextOf(s, &scratch)));
 }
 Result<Val> FLower(Val s, CallArgs& a) {
   MMIRAGE_TRY(CheckArgs(a, "lower", 0, {}));
-  return Str(Lower(StrOf(s)));
+  std::string scratch;
+  return Str(Lower(TextOf(s, &scratch)));
 }
 Result<Val> FCapitalize(Val s, CallArgs& a) {
   MMIRAGE_TRY(CheckArgs(a, "capitalize", 0, {}));
@@ -101,7 +110,27 @@ Result<Val> CallStrMethod(const std::string& s, std::string_view m, std::vector<
 Result<Val> FTrim(Val s, CallArgs& a) {
   MMIRAGE_TRY(CheckArgs(a, "trim", 1, {"chars"}));
   std::vector<Val> args;
-  if (const Val* c = Arg(a, 0, "chars")) args.push_back(c->Alias());
+  const Val* c = Arg(a, 0, "chars");
+  if (c == nullptr || IsNone(c)) {
+    // Fast path: whitespace strip by code point without re-encoding the whole string.
+    std::string scratch;
+    std::string_view t = TextOf(s, &scratch);
+    size_t b = 0, e = t.size();
+    while (b < e) {
+      size_t p = b;
+      if (!IsSpaceCp(NextCp(t, &p))) break;
+      b = p;
+    }
+    while (e > b) {
+      size_t st = e - 1;
+      while (st > b && (static_cast<unsigned char>(t[st]) & 0xC0) == 0x80) --st;
+      size_t p = st;
+      if (!IsSpaceCp(NextCp(t, &p))) break;
+      e = st;
+    }
+    return Str(std::string(t.substr(b, e - b)));
+  }
+  if (c != nullptr) args.push_back(c->Alias());
   return CallStrMethod(StrOf(s), "strip", std::move(args));
 }
 

@@ -384,7 +384,15 @@ Result<Val> StrMethod(const std::string& s, std::string_view name, const std::ve
 
 bool HasMethod(const Value& self, std::string_view name) {
   if (self.is_string()) return In(kStrMethods, name);
-  if (self.is_object()) return In(kDictMethods, name);
+  if (self.is_object()) {
+    // Attribute access on dicts is hot: reject by length/first letter before the table scan.
+    if (name.size() < 3 || name.size() > 10) return false;
+    char c = name[0];
+    if (c != 'i' && c != 'k' && c != 'v' && c != 'g' && c != 'c' && c != 'p' && c != 'u' && c != 's' && c != 'f') {
+      return false;
+    }
+    return In(kDictMethods, name);
+  }
   if (self.is_array()) return In(kListMethods, name);
   return false;
 }

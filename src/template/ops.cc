@@ -36,7 +36,7 @@ Val Child(const Val& parent, const Value& child) {
 }
 
 Status Err(std::string msg) { return Status::InvalidArgument(std::move(msg)); }
-Status UndefinedErr(const Val& undef) { return Err(undef.text.empty() ? "value is undefined" : undef.text); }
+Status UndefinedErr(const Val& undef) { return Err(undef.text.empty() ? "value is undefined" : undef.text.str()); }
 
 std::string PyTypeName(const Val& v) {
   switch (v.kind) {
@@ -416,7 +416,7 @@ std::string ObjRepr(const Val& obj) {
 }
 
 Val MethodVal(const Val& self, std::string_view name) {
-  Val m = self.ref ? Val::Borrow(*self.ref) : Val(self.own);
+  Val m = self.ref ? Val::Borrow(*self.ref) : Val(self.v());
   m.kind = Kind::kMethod;
   m.shape = self.shape;
   m.text = std::string(name);

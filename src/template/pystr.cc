@@ -140,8 +140,8 @@ void AppendStr(const Val& val, std::string* out) {
     case Kind::kUndefined: return;
     case Kind::kMacro: out->append("<Macro>"); return;
     case Kind::kLoop: out->append("<LoopContext>"); return;
-    case Kind::kMethod: out->append("<built-in method " + val.text + ">"); return;
-    case Kind::kGlobal: out->append("<function " + val.text + ">"); return;
+    case Kind::kMethod: out->append("<built-in method " + val.text.str() + ">"); return;
+    case Kind::kGlobal: out->append("<function " + val.text.str() + ">"); return;
     case Kind::kValue: break;
   }
   const Value& v = val.v();

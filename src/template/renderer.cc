@@ -41,6 +41,17 @@ Val Renderer::Lookup(std::string_view name) const {
   return Val::Undefined("'" + std::string(name) + "' is undefined");
 }
 
+const Val* Renderer::FindLocal(std::string_view name) const {
+  for (int i = static_cast<int>(frames_.size()) - 1; i >= 0; --i) {
+    const Frame& f = frames_[i];
+    for (auto it = f.vars.rbegin(); it != f.vars.rend(); ++it) {
+      if (it->name == name) return &it->val;
+    }
+    if (f.barrier && i > 1) i = 1;
+  }
+  return nullptr;
+}
+
 Renderer::Entry* Renderer::FindEntry(std::string_view name) {
   for (int i = static_cast<int>(frames_.size()) - 1; i >= 0; --i) {
     Frame& f = frames_[i];
@@ -100,8 +111,14 @@ Status Renderer::ExecStmt(const Stmt& s, std::string* out) {
     case StmtKind::kPrint: {
       const Expr& e = *s.exprs[0];
       if (e.kind == ExprKind::kName) {
-        Val v = Lookup(e.name);
-        AppendStr(v, out);
+        // Hot path: print a variable without building a Val.
+        if (const Val* local = FindLocal(e.name)) {
+          AppendStr(*local, out);
+        } else if (const Value* v = vars_.Find(e.name)) {
+          AppendStrValue(*v, out);
+        } else {
+          AppendStr(Lookup(e.name), out);
+        }
         return Status::OK();
       }
       MMIRAGE_ASSIGN_OR_RETURN(Val v, Eval(e));
@@ -135,10 +152,10 @@ Status Renderer::ExecStmt(const Stmt& s, std::string* out) {
       MMIRAGE_ASSIGN_OR_RETURN(Val v, Eval(*s.exprs[0]));
       Val owned = v.Owned();
       Entry* e = FindEntry(s.targets[0]);
-      if (e == nullptr || e->val.shape != Shape::kNamespace || e->val.ref != nullptr) {
+      if (e == nullptr || e->val.shape != Shape::kNamespace || e->val.ref != nullptr || !e->val.own) {
         return Err("cannot assign attribute on non-namespace object");
       }
-      e->val.own.Set(s.name, owned.v());
+      e->val.own->Set(s.name, owned.v());
       return Status::OK();
     }
     case StmtKind::kMacro: {
@@ -181,6 +198,7 @@ Status Renderer::ExecFor(const Stmt& s, std::string* out) {
   Val holder = it.Owned();
   MMIRAGE_ASSIGN_OR_RETURN(std::vector<Val> items, Iterate(holder));
   frames_.emplace_back();
+  frames_.back().vars.reserve(s.targets.size() + 2);
   auto finish = [&](Status st) {
     frames_.pop_back();
     return st;
@@ -435,12 +453,12 @@ Result<Val> Renderer::CallValue(const Val& callee, CallArgs& args, const Expr& e
   switch (callee.kind) {
     case Kind::kUndefined: return UndefinedErr(callee);
     case Kind::kMacro: return CallMacro(*static_cast<const Stmt*>(callee.ptr), args);
-    case Kind::kGlobal: return CallGlobal(callee.text, args);
+    case Kind::kGlobal: return CallGlobal(callee.text.str(), args);
     case Kind::kMethod: {
       Val self = callee.Alias();
       self.kind = Kind::kValue;
       bool found;
-      MMIRAGE_ASSIGN_OR_RETURN(Val r, CallMethod(self, callee.text, args.pos, args.kw, &found));
+      MMIRAGE_ASSIGN_OR_RETURN(Val r, CallMethod(self, callee.text.str(), args.pos, args.kw, &found));
       return r.Owned();
     }
     default: return Err("'" + PyTypeName(callee) + "' object is not callable");

@@ -42,6 +42,7 @@ class Renderer {
   // borrowing from its holder, which outlives the loop frame.
   Status AssignTargets(const std::vector<std::string>& targets, bool tuple, const Val& v, bool own);
   Val Lookup(std::string_view name) const;
+  const Val* FindLocal(std::string_view name) const;  // nullptr when no frame binds `name`
   Entry* FindEntry(std::string_view name);
 
   Result<Val> EvalInner(const Expr& e);

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,6 +20,31 @@ namespace mmirage::tmpl::internal {
 enum class Kind : uint8_t { kValue, kUndefined, kMacro, kLoop, kMethod, kGlobal };
 // How an array/object/string prints in Python: a tuple, a list of 2-tuples, dict views, a namespace, Markup.
 enum class Shape : uint8_t { kPlain, kTuple, kPairs, kDictItems, kDictKeys, kDictValues, kNamespace, kMarkup };
+
+// A rarely-set string that costs one pointer to move (Vals are moved a lot on the hot path).
+class BoxedText {
+ public:
+  BoxedText() = default;
+  BoxedText(const BoxedText& o) : p_(o.p_ ? std::make_unique<std::string>(*o.p_) : nullptr) {}
+  BoxedText(BoxedText&&) noexcept = default;
+  BoxedText& operator=(const BoxedText& o) {
+    if (this != &o) p_ = o.p_ ? std::make_unique<std::string>(*o.p_) : nullptr;
+    return *this;
+  }
+  BoxedText& operator=(BoxedText&&) noexcept = default;
+  BoxedText& operator=(std::string s) {
+    p_ = std::make_unique<std::string>(std::move(s));
+    return *this;
+  }
+  bool empty() const { return !p_ || p_->empty(); }
+  const std::string& str() const {
+    static const std::string kEmpty;
+    return p_ ? *p_ : kEmpty;
+  }
+
+ private:
+  std::unique_ptr<std::string> p_;
+};
 
 struct Val {
   Val() = default;
@@ -33,7 +60,11 @@ struct Val {
     r.text = std::move(hint);
     return r;
   }
-  const Value& v() const { return ref ? *ref : own; }
+  const Value& v() const { return ref ? *ref : own ? *own : NullValue(); }
+  static const Value& NullValue() {
+    static const Value kNull;
+    return kNull;
+  }
   bool is_value() const { return kind == Kind::kValue; }
   bool is_undefined() const { return kind == Kind::kUndefined; }
   // A Val that refers to the same data without copying it (valid while *this lives).
@@ -42,11 +73,11 @@ struct Val {
   Val Owned() const;
 
   const Value* ref = nullptr;
-  Value own;
+  std::optional<Value> own;  // engaged when owned; borrowed and special Vals skip Value moves
   Kind kind = Kind::kValue;
   Shape shape = Shape::kPlain;
   const void* ptr = nullptr;  // kMacro: const Stmt*; kLoop: const LoopState*
-  std::string text;           // kUndefined: error hint ("'x' is undefined"); kMethod/kGlobal: name
+  BoxedText text;             // kUndefined: error hint ("'x' is undefined"); kMethod/kGlobal: name
 };
 
 // A child of `parent` (element/member): borrowed when the parent is borrowed, else copied.

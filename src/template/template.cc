@@ -25,6 +25,7 @@ Result<std::string> Template::Render(const Value& vars) const {
   static const Value kEmpty = Value::EmptyObject();
   internal::Renderer r(vars.is_object() ? vars : kEmpty);
   std::string out;
+  out.reserve(256);
   MMIRAGE_TRY(r.Exec(program_->body, &out));
   return out;
 }
