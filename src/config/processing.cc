@@ -340,6 +340,14 @@ OutputNode ReadOutputNode(Diag* d, const EnvLookup& env, const std::string& yaml
       out.kind = OutputNode::Kind::kTemplate;
       out.tmpl = ParseTemplate(d, n, yaml, path, src);
       if (out.tmpl) out.plain_var = out.tmpl->PlainVariable();
+      // A template that reads no variable renders the same text for every row: render it once here.
+      if (out.tmpl && out.tmpl->UndeclaredVariables().empty()) {
+        auto text = out.tmpl->Render(Value::EmptyObject());
+        if (text.ok()) {
+          out.kind = OutputNode::Kind::kConst;
+          out.constant = Value(std::move(*text));
+        }
+      }
     } else {
       out.kind = OutputNode::Kind::kConst;
       out.constant = v;
