@@ -95,45 +95,52 @@ StageResult<std::string> RowTransform::RenderPrompt(size_t index, const Value& v
   return out;
 }
 
-Result<Value> RowTransform::RenderNode(const config::OutputNode& node, const Value& vars) const {
+// Renders into *out in place (this is the hot path: no intermediate Values are moved around).
+Status RowTransform::RenderNode(const config::OutputNode& node, const Value& vars, Value* out) const {
   using Kind = config::OutputNode::Kind;
   switch (node.kind) {
-    case Kind::kConst: return node.constant;
+    case Kind::kConst:
+      *out = node.constant;
+      return Status::OK();
     case Kind::kMap: {
-      Value::Object obj;
+      *out = Value(Value::Object{});
+      Value::Object& obj = out->mutable_object();
       obj.reserve(node.members.size());
       for (const auto& [k, child] : node.members) {
-        MMIRAGE_ASSIGN_OR_RETURN(Value v, RenderNode(child, vars));
-        obj.emplace_back(k, std::move(v));
+        obj.emplace_back(k, Value());
+        MMIRAGE_TRY(RenderNode(child, vars, &obj.back().second));
       }
-      return Value(std::move(obj));
+      return Status::OK();
     }
     case Kind::kList: {
-      Value::Array arr;
-      arr.reserve(node.items.size());
-      for (const auto& child : node.items) {
-        MMIRAGE_ASSIGN_OR_RETURN(Value v, RenderNode(child, vars));
-        arr.push_back(std::move(v));
-      }
-      return Value(std::move(arr));
+      *out = Value(Value::Array(node.items.size()));
+      Value::Array& arr = out->mutable_array();
+      for (size_t i = 0; i < node.items.size(); ++i) MMIRAGE_TRY(RenderNode(node.items[i], vars, &arr[i]));
+      return Status::OK();
     }
     case Kind::kTemplate: {
       // A plain `{{ var }}` keeps the variable's JSON type, whatever it is (we deliberately differ from the
       // original, which stringifies numbers and booleans). An absent variable renders as "".
       if (node.plain_var) {
-        if (const Value* v = vars.Find(*node.plain_var)) return *v;
+        if (const Value* v = vars.Find(*node.plain_var)) {
+          *out = *v;
+          return Status::OK();
+        }
       }
       MMIRAGE_ASSIGN_OR_RETURN(std::string s, node.tmpl->Render(vars));
-      return Value(std::move(s));
+      *out = Value(std::move(s));
+      return Status::OK();
     }
   }
-  return Value();
+  return Status::OK();
 }
 
 StageResult<Value> RowTransform::RenderOutput(const Value& row, const Value& vars) const {
   const auto& pp = config_->processing;
-  auto rendered = RenderNode(pp.output_schema, vars);
-  if (!rendered.ok()) return StageResult<Value>::Fail(Stage::kRenderOutput, rendered.status().message());
+  Value rendered_value;
+  Status st = RenderNode(pp.output_schema, vars, &rendered_value);
+  if (!st.ok()) return StageResult<Value>::Fail(Stage::kRenderOutput, st.message());
+  Value* rendered = &rendered_value;
   StageResult<Value> out;
   if (pp.remove_columns || !row.is_object()) {
     out.value = std::move(*rendered);

@@ -54,7 +54,7 @@ class RowTransform {
 
  private:
   Result<Value> ResolveImage(const Value& v) const;
-  Result<Value> RenderNode(const config::OutputNode& node, const Value& vars) const;
+  Status RenderNode(const config::OutputNode& node, const Value& vars, Value* out) const;
 
   const config::Config* config_;
   Env* env_;
