@@ -136,6 +136,7 @@ struct OutputVar {
   std::string output_type;             // "JSON" (exactly) enables JSON mode
   bool json = false;
   std::vector<SchemaField> schema;     // llm JSON schema; batch_api: names only (all strings)
+  int64_t generation_retries = 2;      // extension (llm): regenerations after an invalid JSON output or an error
   // image_gen
   std::string negative_prompt;
   std::optional<tmpl::Template> negative_prompt_tmpl;

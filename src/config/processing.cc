@@ -296,6 +296,8 @@ void ReadOutputs(Diag* d, const EnvLookup& env, const std::string& yaml, const Y
           d->Warn(sn, sec + ": output_schema is ignored because output_type is not 'JSON'");
         }
       }
+      if (o.type == "llm" && r.Int("generation_retries", &o.generation_retries) && o.generation_retries < 0)
+        d->Error(r.LocOf("generation_retries"), sec + ": generation_retries must be >= 0");
       if (o.type == "llm" && o.json && o.schema.empty() && !(sn.IsDefined() && sn.size() > 0))
         d->Error(r.LocOf("output_type"), sec + ": Output variable " + o.name +
                                              " has output_type=JSON but no output_schema defined.");

@@ -53,7 +53,9 @@ struct Completion {
   int64_t completion_tokens = 0;
   int64_t cached_prompt_tokens = 0;  // prompt tokens reused from a shared prefix instead of evaluated
   FinishReason finish = FinishReason::kStop;
-  Status error;                      // set when finish == kError (e.g. prompt longer than the context)
+  // Set when finish == kError. kInvalidArgument means the request can never succeed as sent (prompt longer
+  // than the context, an unusable JSON schema) and is not worth retrying; other codes may succeed on retry.
+  Status error;
 };
 
 using CompletionCallback = std::function<void(Completion)>;

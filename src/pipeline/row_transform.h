@@ -49,6 +49,8 @@ class RowTransform {
   // remove_columns. Errors (stage kRenderOutput): a template error (e.g. attribute of an undefined name).
   StageResult<Value> RenderOutput(const Value& row, const Value& vars) const;
 
+  const std::vector<config::OutputVar>& outputs() const { return config_->processing.outputs; }
+
   // The rendered prompt of output `index` for `vars` (stage kRenderPrompt on error).
   StageResult<std::string> RenderPrompt(size_t index, const Value& vars) const;
 

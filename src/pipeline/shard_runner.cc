@@ -1,10 +1,12 @@
 #include "pipeline/shard_runner.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "data/dataset.h"
 #include "data/json.h"
 #include "pipeline/row_batches.h"
+#include "pipeline/stream_scheduler.h"
 #include "pipeline/row_transform.h"
 #include "pipeline/shard_writer.h"
 #include "state/shard_state.h"
@@ -38,15 +40,25 @@ Result<DatasetPlan> PlanDataset(Env* env, const config::DatasetConfig& dc, int64
 }
 
 // Streams one dataset's shard through the row stages into `writer`. Returns a fatal error only.
-Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan& plan, ShardWriter* writer) {
+Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan& plan,
+                      process::OutputGenerator* generator, ShardWriter* writer, StreamTotals* totals) {
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
   for (size_t p = 0; p < plan.parts.size(); ++p) {
     RowStream stream(env, plan.parts[p], plan.ranges[p]);
-    MMIRAGE_TRY(RunRowBatches(&stream, transform, RowBatchOptions{}, [&](ProcessedBatch& batch) -> Status {
+    auto sink = [&](ProcessedBatch& batch) -> Status {
       MMIRAGE_TRY(writer->AddSerialized(p, batch.lines, batch.rows));
       for (const auto& f : batch.failures) MMIRAGE_TRY(writer->AddError(p, f.row_index, f.source, f.error));
       return Status::OK();
-    }));
+    };
+    if (generator == nullptr) {
+      MMIRAGE_TRY(RunRowBatches(&stream, transform, RowBatchOptions{}, sink));
+    } else {
+      // The window bounds rows in flight; batch_size only widens it (it never synchronises).
+      StreamOptions so;
+      so.window = std::max<size_t>(static_cast<size_t>(config.loading.batch_size),
+                                   static_cast<size_t>(4 * generator->Capacity()));
+      MMIRAGE_TRY(RunStreaming(&stream, transform, generator, so, sink, totals));
+    }
   }
   return Status::OK();
 }
@@ -66,9 +78,19 @@ Value DatasetsInfo(const config::Config& config) {
 
 Status CheckRunnable(const config::Config& config) {
   for (const auto& o : config.processing.outputs) {
-    return Status::InvalidArgument(o.loc.ToString() + ": output '" + o.name + "' needs the '" + o.type +
-                                   "' processor, which this build cannot run yet (model-free configs only; "
-                                   "use `mmirage preview` to check prompts)");
+    if (o.type != "llm") {
+      return Status::InvalidArgument(o.loc.ToString() + ": output '" + o.name + "' needs the '" + o.type +
+                                     "' processor, which this build cannot run yet (use `mmirage preview` to "
+                                     "check its prompts)");
+    }
+    const config::Processor* p = config.FindProcessor(o.type);
+    if (p != nullptr && p->llm.model_path.find("://") == std::string::npos) {
+      Env* env = Env::Default();
+      if (!env->IsRegularFile(p->llm.model_path)) {
+        return Status::NotFound(p->loc.ToString() + ": model file not found: '" + p->llm.model_path +
+                                "' (server_args.model_path must name a GGUF file)");
+      }
+    }
   }
   return Status::OK();
 }
@@ -94,6 +116,20 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     return s;
   };
 
+  // Model outputs: load the engines (counted as model load time).
+  std::unique_ptr<process::OutputGenerator> generator;
+  if (!config.processing.outputs.empty()) {
+    std::vector<std::string> warnings;
+    auto g = process::OutputGenerator::Create(
+        config, opt.engine_factory ? opt.engine_factory : process::LlamaEngineFactory(), &warnings);
+    for (const auto& w : warnings) LOG_WARN(w);
+    if (!g.ok()) return fail(g.status());
+    generator = std::move(*g);
+    LOG_INFO("Model loaded in " << FormatDouble(RoundTo(generator->LoadSeconds(), 3)) << " s ("
+                                << generator->Capacity() << " parallel sequences)");
+  }
+  StreamTotals totals;
+
   std::vector<std::string> error_files;
   for (const auto& dc : config.loading.datasets) {
     auto plan = PlanDataset(env, dc, config.loading.num_shards, opt.shard_id);
@@ -102,7 +138,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     for (const auto& part : plan->parts) splits.push_back(part.split);
     auto writer = ShardWriter::Open(env, dc.output_dir, opt.shard_id, splits);
     if (!writer.ok()) return fail(writer.status().WithContext("cannot open the shard output"));
-    Status s = ProcessDataset(env, config, *plan, writer->get());
+    Status s = ProcessDataset(env, config, *plan, generator.get(), writer->get(), &totals);
     if (!s.ok()) {
       (*writer)->Abandon();
       return fail(s);
@@ -130,11 +166,13 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   ShardStats stats;
   stats.runtime_seconds = RoundTo(static_cast<double>(env->MonotonicMicros() - start_us) / 1e6, 3);
   stats.rows_processed = report.rows_written;
-  for (const auto& p : config.processors) {
-    if (p.type == "llm" && p.llm.tp_size > 0) {
-      stats.num_gpus = p.llm.tp_size;
-      break;
-    }
+  if (generator) {
+    generator->Shutdown();
+    // GPUs the engine really used (0 on CPU: per-GPU rates are then null, not divided by a GPU that was idle).
+    stats.num_gpus = generator->NumGpus();
+    if (generator->LoadSeconds() > 0) stats.model_load_seconds = RoundTo(generator->LoadSeconds(), 3);
+    if (totals.prompt_tokens > 0) stats.input_tokens = totals.prompt_tokens;
+    if (totals.completion_tokens > 0) stats.output_tokens = totals.completion_tokens;
   }
   auto inf = stats.InferenceRuntime();
   if (inf && *inf > 0) stats.throughput_rows_per_sec = RoundTo(static_cast<double>(stats.rows_processed) / *inf, 2);

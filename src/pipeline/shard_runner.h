@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "process/output_generator.h"
 #include "util/env.h"
 #include "util/status.h"
 
@@ -24,6 +25,8 @@ struct ShardRunOptions {
   int64_t shard_id = 0;
   std::optional<std::string> slurm_job_id;         // recorded in status.json
   std::optional<std::string> slurm_array_task_id;
+  // Makes the engines of model outputs; default: the embedded llama.cpp engine. Injectable for tests.
+  process::EngineFactory engine_factory;
 };
 
 struct ShardRunReport {
@@ -33,8 +36,8 @@ struct ShardRunReport {
   std::vector<std::string> output_dirs;  // published shard directories
 };
 
-// Checks that the config can run in this build (every output has an available processor). Called before any
-// state is written, so a config that cannot run consumes no retry budget.
+// Checks that the config can run in this build (every output has a processor this build runs, model files
+// exist). Called before any state is written, so a config that cannot run consumes no retry budget.
 Status CheckRunnable(const config::Config& config);
 
 // OK iff the shard ended with status success. On error the status file says failed with the same message.

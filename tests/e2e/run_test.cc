@@ -200,7 +200,7 @@ TEST_F(RunTest, ConfigThatNeedsAModelIsRefusedBeforeAnyStateIsWritten) {
                  "  outputs: [{name: a, type: llm, prompt: \"{{ t }}\"}]\n  output_schema: {a: \"{{ a }}\"}\n");
   auto r = RunMmirage("run --config " + cfg);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("needs the 'llm' processor"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("model file not found: 'm.gguf'"), std::string::npos) << r.err;
   EXPECT_FALSE(Exists(dir_.Path("state")));
 }
 

@@ -1,0 +1,211 @@
+#include "pipeline/stream_scheduler.h"
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+
+#include "data/json.h"
+
+namespace mmirage::pipeline {
+namespace {
+
+struct RowState {
+  uint64_t row_index = 0;
+  std::string source;  // FILE:LINE
+  Value row;
+  Value vars;
+  size_t next_output = 0;
+};
+
+// A finished row: its serialised line, or its failure.
+struct Finished {
+  bool ok = true;
+  std::string line;
+  ProcessedBatch::Failure failure;
+};
+
+struct Event {
+  uint64_t seq;
+  process::GenerateResult result;
+};
+
+class Scheduler {
+ public:
+  Scheduler(RowStream* stream, const RowTransform& transform, process::OutputGenerator* gen,
+            const StreamOptions& options, const std::function<Status(ProcessedBatch&)>& sink, StreamTotals* totals)
+      : stream_(stream), transform_(transform), gen_(gen), options_(options), sink_(sink), totals_(totals) {}
+
+  Status Run() {
+    while (true) {
+      MMIRAGE_TRY(Admit());
+      MMIRAGE_TRY(Flush(false));
+      if (active_.empty()) {
+        if (exhausted_) break;
+        continue;  // every admitted row finished without a generation: read more
+      }
+      std::deque<Event> events;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return !events_.empty(); });
+        events.swap(events_);
+      }
+      for (auto& e : events) OnGenerated(e.seq, std::move(e.result));
+    }
+    return Flush(true);
+  }
+
+  // Waits for every generation still in flight (after a fatal error) so no callback outlives us.
+  void Drain() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (pending_ > 0) {
+      cv_.wait(l, [&] { return !events_.empty(); });
+      pending_ -= static_cast<int64_t>(events_.size());
+      events_.clear();
+    }
+  }
+
+ private:
+  // Reads rows while the window has room and starts their first output.
+  Status Admit() {
+    while (!exhausted_ && next_seq_ - next_to_sink_ < options_.window) {
+      RawRow raw;
+      MMIRAGE_ASSIGN_OR_RETURN(bool more, stream_->Next(&raw));
+      if (!more) {
+        exhausted_ = true;
+        break;
+      }
+      uint64_t seq = next_seq_++;
+      RowState st;
+      st.row_index = raw.index;
+      st.source = *raw.file + ":" + std::to_string(raw.line);
+      auto row = ParseJson(raw.text);
+      if (!row.ok()) {
+        Fail(seq, st, RowError{Stage::kRead, row.status().message()});
+        continue;
+      }
+      if (!row->is_object()) {
+        Fail(seq, st, RowError{Stage::kRead, std::string("row is a JSON ") + row->TypeName() + ", expected an object"});
+        continue;
+      }
+      auto vars = transform_.Extract(*row);
+      if (!vars.ok) {
+        Fail(seq, st, vars.error);
+        continue;
+      }
+      st.row = std::move(*row);
+      st.vars = std::move(vars.value);
+      Advance(seq, std::move(st));
+    }
+    return Status::OK();
+  }
+
+  // Starts the row's next output, or renders the row when every output is known.
+  void Advance(uint64_t seq, RowState st) {
+    const auto& outputs = transform_.outputs();
+    if (st.next_output < outputs.size()) {
+      auto prompt = transform_.RenderPrompt(st.next_output, st.vars);
+      if (!prompt.ok) return Fail(seq, st, prompt.error);
+      size_t k = st.next_output;
+      active_[seq] = std::move(st);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        ++pending_;
+      }
+      ++totals_->generations;
+      gen_->Generate(k, std::move(prompt.value), [this, seq](process::GenerateResult r) {
+        std::lock_guard<std::mutex> l(mu_);
+        events_.push_back(Event{seq, std::move(r)});
+        cv_.notify_one();
+      });
+      return;
+    }
+    auto out = transform_.RenderOutput(st.row, st.vars);
+    if (!out.ok) return Fail(seq, st, out.error);
+    Finished f;
+    AppendJson(out.value, &f.line);
+    f.line.push_back('\n');
+    finished_.emplace(seq, std::move(f));
+    active_.erase(seq);
+  }
+
+  void OnGenerated(uint64_t seq, process::GenerateResult r) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      --pending_;
+    }
+    totals_->prompt_tokens += r.prompt_tokens;
+    totals_->completion_tokens += r.completion_tokens;
+    auto it = active_.find(seq);
+    if (it == active_.end()) return;
+    RowState st = std::move(it->second);
+    active_.erase(it);
+    if (!r.status.ok()) return Fail(seq, st, RowError{Stage::kGenerate, r.status.message()});
+    st.vars.Set(transform_.outputs()[st.next_output].name, std::move(r.value));
+    ++st.next_output;
+    Advance(seq, std::move(st));
+  }
+
+  void Fail(uint64_t seq, const RowState& st, RowError e) {
+    Finished f;
+    f.ok = false;
+    f.failure = ProcessedBatch::Failure{st.row_index, st.source, std::move(e)};
+    finished_.emplace(seq, std::move(f));
+    active_.erase(seq);
+  }
+
+  // Hands the finished rows at the head of the order to the sink.
+  Status Flush(bool final) {
+    while (true) {
+      size_t ready = 0;
+      for (auto it = finished_.begin(); it != finished_.end() && it->first == next_to_sink_ + ready; ++it) ++ready;
+      if (ready == 0 || (!final && ready < options_.flush_rows && !exhausted_ &&
+                         next_seq_ - next_to_sink_ < options_.window))
+        return Status::OK();
+      ProcessedBatch b;
+      for (size_t i = 0; i < ready && i < options_.flush_rows; ++i) {
+        auto it = finished_.begin();
+        if (it->second.ok) {
+          b.lines += it->second.line;
+          ++b.rows;
+        } else {
+          b.failures.push_back(std::move(it->second.failure));
+        }
+        finished_.erase(it);
+        ++next_to_sink_;
+      }
+      MMIRAGE_TRY(sink_(b));
+    }
+  }
+
+  RowStream* stream_;
+  const RowTransform& transform_;
+  process::OutputGenerator* gen_;
+  StreamOptions options_;
+  const std::function<Status(ProcessedBatch&)>& sink_;
+  StreamTotals* totals_;
+
+  uint64_t next_seq_ = 0;      // rows read so far
+  uint64_t next_to_sink_ = 0;  // rows handed to the sink so far
+  bool exhausted_ = false;
+  std::map<uint64_t, RowState> active_;    // rows waiting for a generation
+  std::map<uint64_t, Finished> finished_;  // reorder buffer
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;
+  int64_t pending_ = 0;  // generations submitted and not yet consumed
+};
+
+}  // namespace
+
+Status RunStreaming(RowStream* stream, const RowTransform& transform, process::OutputGenerator* generator,
+                    const StreamOptions& options, const std::function<Status(ProcessedBatch&)>& sink,
+                    StreamTotals* totals) {
+  Scheduler s(stream, transform, generator, options, sink, totals);
+  Status st = s.Run();
+  if (!st.ok()) s.Drain();
+  return st;
+}
+
+}  // namespace mmirage::pipeline

@@ -1,0 +1,37 @@
+// The streaming scheduler for rows with model outputs: no batch barrier. Many rows are in flight together,
+// bounded by a window; each row's outputs run in declaration order (output k sees outputs < k); a finished
+// generation immediately lets the next row in; a reorder buffer hands rows to the sink in input order.
+//
+// The caller's thread coordinates (reads, extracts, renders prompts and output rows — all cheap next to
+// generation); engine threads only post completions back. Thread-safety: one call at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "data/dataset.h"
+#include "pipeline/row_batches.h"
+#include "pipeline/row_transform.h"
+#include "process/output_generator.h"
+
+namespace mmirage::pipeline {
+
+struct StreamOptions {
+  size_t window = 64;      // rows in flight (read but not yet handed to the sink)
+  size_t flush_rows = 32;  // hand rows to the sink in groups of at most this many (sooner when the stream ends)
+};
+
+struct StreamTotals {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t generations = 0;  // requests sent, retries included
+};
+
+// Streams `stream` through extract → (render prompt → generate)* → render output. Row failures go to the
+// sink's batches as failures; returns only a fatal error (stream I/O, sink). *totals is accumulated.
+Status RunStreaming(RowStream* stream, const RowTransform& transform, process::OutputGenerator* generator,
+                    const StreamOptions& options, const std::function<Status(ProcessedBatch&)>& sink,
+                    StreamTotals* totals);
+
+}  // namespace mmirage::pipeline

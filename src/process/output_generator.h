@@ -1,0 +1,61 @@
+// OutputGenerator: produces the value of a model output variable for one row — renders nothing itself (the
+// prompt comes rendered), submits to the processor's engine, checks JSON outputs against their schema, and
+// regenerates on an invalid output or an engine error up to `generation_retries` times. The result is a value
+// or an error for that row; never a blank.
+//
+// Thread-safety: Generate may be called from any thread; `done` runs on an engine thread and must be quick.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "engine/engine.h"
+
+namespace mmirage::process {
+
+struct GenerateResult {
+  Status status;                  // OK, or the last error after every attempt
+  Value value;                    // plain: the stripped text; JSON: the checked object
+  int64_t prompt_tokens = 0;      // summed over attempts
+  int64_t completion_tokens = 0;
+  int attempts = 0;
+};
+
+// Makes the engine of an `llm` processor (injectable for tests). Appends warnings.
+using EngineFactory =
+    std::function<Result<std::unique_ptr<engine::Engine>>(const config::Processor&, std::vector<std::string>*)>;
+// The embedded llama.cpp engine, options mapped by MapEngineOptions.
+EngineFactory LlamaEngineFactory();
+
+class OutputGenerator {
+ public:
+  // Creates one engine per processor type that some output uses. Errors: engine load failures (located at the
+  // processor), a processor type this build cannot run (batch_api, image_gen, custom).
+  static Result<std::unique_ptr<OutputGenerator>> Create(const config::Config& config, const EngineFactory& factory,
+                                                         std::vector<std::string>* warnings);
+  ~OutputGenerator();
+
+  // REQUIRES: config.processing.outputs[output_index] is a model output.
+  void Generate(size_t output_index, std::string prompt, std::function<void(GenerateResult)> done);
+
+  int Capacity() const;           // sum of the engines' parallel slots
+  double LoadSeconds() const;     // sum of the engines' load times
+  int NumGpus() const;            // max over engines
+  void Shutdown();
+
+ private:
+  struct Route;
+  struct Attempt;
+  explicit OutputGenerator(const config::Config* config);
+  void Submit(std::shared_ptr<Attempt> attempt);
+
+  const config::Config* config_;
+  std::map<std::string, std::unique_ptr<engine::Engine>> engines_;  // by processor type
+  std::vector<std::unique_ptr<Route>> routes_;                     // by output index
+};
+
+}  // namespace mmirage::process
