@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
   app.add_option("--vocab", options.vocab_path, "Vocab-only GGUF whose tokenizer.* keys are copied")
       ->capture_default_str();
   app.add_option("--chat-template", options.chat_template_path, "Jinja chat template file")->capture_default_str();
+  app.add_option("--eos-bias", options.eos_bias,
+                 "Logit bias of end-of-generation tokens (about +0.2 gives varied greedy output lengths)")
+      ->capture_default_str();
   app.add_flag("--check", check,
                "After writing, load the model with llama.cpp and greedy-generate " +
                    std::to_string(kCheckTokens) + " tokens");

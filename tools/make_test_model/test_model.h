@@ -39,6 +39,10 @@ struct TestModelOptions {
   std::string preset = "tiny";     // see FindTestModelPreset
   std::string vocab_path;          // vocab-only GGUF; every `tokenizer.*` key is copied
   std::string chat_template_path;  // Jinja file stored as tokenizer.chat_template
+  // Logit bias of the end-of-generation tokens (EOS, EOT, <|im_end|>). The default keeps greedy outputs running
+  // to max_new_tokens; a value near +0.2 makes greedy outputs end at prompt-dependent, varied lengths (for
+  // scheduling benchmarks).
+  float eos_bias = -1.0f;
 };
 
 struct TestModelStats {

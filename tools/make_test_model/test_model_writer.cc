@@ -194,8 +194,8 @@ Result<uint32_t> CopyTokenizer(const gguf_context* src, gguf_context* dst, const
   return static_cast<uint32_t>(gguf_get_arr_n(src, tokens_id));
 }
 
-// 0 for ordinary tokens, kControlTokenBias for control tokens and the EOS/EOT ids.
-std::vector<float> OutputBias(const gguf_context* vocab, uint32_t n_vocab) {
+// 0 for ordinary tokens, kControlTokenBias for control tokens, eos_bias for the EOS/EOT ids and <|im_end|>.
+std::vector<float> OutputBias(const gguf_context* vocab, uint32_t n_vocab, float eos_bias) {
   std::vector<float> bias(n_vocab, 0.0f);
   const int64_t types_id = gguf_find_key(vocab, "tokenizer.ggml.token_type");
   if (types_id >= 0 && gguf_get_kv_type(vocab, types_id) == GGUF_TYPE_ARRAY &&
@@ -210,7 +210,15 @@ std::vector<float> OutputBias(const gguf_context* vocab, uint32_t n_vocab) {
     const int64_t id = gguf_find_key(vocab, key);
     if (id >= 0 && gguf_get_kv_type(vocab, id) == GGUF_TYPE_UINT32) {
       const uint32_t tok = gguf_get_val_u32(vocab, id);
-      if (tok < n_vocab) bias[tok] = kControlTokenBias;
+      if (tok < n_vocab) bias[tok] = eos_bias;
+    }
+  }
+  const int64_t tokens_id = gguf_find_key(vocab, "tokenizer.ggml.tokens");
+  if (tokens_id >= 0) {
+    const size_t n = std::min<size_t>(gguf_get_arr_n(vocab, tokens_id), n_vocab);
+    for (size_t i = 0; i < n; ++i) {
+      const char* text = gguf_get_arr_str(vocab, tokens_id, i);
+      if (text != nullptr && std::string_view(text) == "<|im_end|>") bias[i] = eos_bias;
     }
   }
   return bias;
@@ -323,7 +331,7 @@ Result<TestModelStats> WriteTestModel(Env* env, const TestModelOptions& options)
   }
 
   const std::string tmp_path = options.out_path + ".tmp";
-  auto stats = WriteFile(env, tmp_path, ctx.get(), plan, options.seed, OutputBias(vocab.get(), n_vocab));
+  auto stats = WriteFile(env, tmp_path, ctx.get(), plan, options.seed, OutputBias(vocab.get(), n_vocab, options.eos_bias));
   Status s = stats.status();
   if (s.ok()) s = env->RenameFile(tmp_path, options.out_path);
   if (s.ok()) s = env->SyncDir(Dirname(options.out_path));
