@@ -13,6 +13,10 @@
 
 #include "engine/engine.h"
 
+namespace mmirage {
+class Env;
+}  // namespace mmirage
+
 namespace mmirage::engine {
 
 struct LlamaEngineOptions {
@@ -33,6 +37,7 @@ struct LlamaEngineOptions {
   // Debug switch reproducing the original's batch-synchronous loop: requests are admitted only when every
   // sequence is idle (benchmarks only).
   bool batch_barrier = false;
+  Env* env = nullptr;                // file checks and reads, clock; nullptr: Env::Default(). Borrowed.
 };
 
 // Loads the model. Errors: kNotFound (no file), kInvalidArgument (not a GGUF / unsupported architecture),

@@ -1,0 +1,332 @@
+// The llama engine's adapter: loads the model and the context, turns Requests into PreparedRequests (chat
+// template, tokens, sampler and grammar) on the submitting thread, and hands them to the DecodeLoop.
+// llama.cpp and common throw; every call that may is wrapped here and its exceptions are caught by type.
+#include "engine/llama_engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "chat.h"
+#include "common.h"
+#include "data/json.h"
+#include "engine/llama_loop.h"
+#include "engine/llama_request.h"
+#include "ggml-backend.h"
+#include "jinja/runtime.h"
+#include "json-schema-to-grammar.h"
+#include "llama.h"
+#include "log.h"
+#include "sampling.h"
+#include "util/env.h"
+#include "util/log.h"
+
+namespace mmirage::engine {
+namespace {
+
+void LlamaLogToOurs(ggml_log_level level, const char* text, void* /*user_data*/) {
+  if (level == GGML_LOG_LEVEL_CONT) return;  // continuation of a line already logged (debug output)
+  std::string line(text);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  if (line.empty()) return;
+  LogLevel ours = level == GGML_LOG_LEVEL_ERROR  ? LogLevel::kError
+                  : level == GGML_LOG_LEVEL_WARN ? LogLevel::kWarning
+                                                 : LogLevel::kDebug;
+  if (ours >= GetLogLevel()) LogMessage(ours, "llama.cpp: " + line);
+}
+
+void InitBackendOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llama_log_set(LlamaLogToOurs, nullptr);
+    common_log_set_verbosity_thold(LOG_LEVEL_ERROR);  // common's own logger: errors only
+    llama_backend_init();
+  });
+}
+
+int CountGpus() {
+  int n = 0;
+  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+    if (ggml_backend_dev_type(ggml_backend_dev_get(i)) == GGML_BACKEND_DEVICE_TYPE_GPU) ++n;
+  }
+  return n;
+}
+
+Result<ggml_type> ParseCacheType(const std::string& name) {
+  static const ggml_type kTypes[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16,   GGML_TYPE_Q8_0, GGML_TYPE_Q4_0,
+                                     GGML_TYPE_Q4_1, GGML_TYPE_IQ4_NL, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1};
+  for (ggml_type t : kTypes) {
+    if (name == ggml_type_name(t)) return t;
+  }
+  return Status::InvalidArgument("unsupported KV cache type '" + name +
+                                 "' (f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)");
+}
+
+Result<llama_flash_attn_type> ParseFlashAttn(const std::string& s) {
+  if (s == "auto") return LLAMA_FLASH_ATTN_TYPE_AUTO;
+  if (s == "on") return LLAMA_FLASH_ATTN_TYPE_ENABLED;
+  if (s == "off") return LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  return Status::InvalidArgument("flash_attn must be auto, on or off, got '" + s + "'");
+}
+
+struct ModelDeleter {
+  void operator()(llama_model* m) const { llama_model_free(m); }
+};
+struct ContextDeleter {
+  void operator()(llama_context* c) const { llama_free(c); }
+};
+
+class LlamaEngine final : public Engine {
+ public:
+  LlamaEngine(std::unique_ptr<llama_model, ModelDeleter> model, std::unique_ptr<llama_context, ContextDeleter> ctx,
+              common_chat_templates_ptr templates, const LlamaEngineOptions& options, const LoopOptions& loop_options,
+              double load_seconds, int n_gpus)
+      : model_(std::move(model)),
+        ctx_(std::move(ctx)),
+        templates_(std::move(templates)),
+        vocab_(llama_model_get_vocab(model_.get())),
+        seed_(options.seed),
+        load_seconds_(load_seconds),
+        n_gpus_(n_gpus),
+        n_parallel_(loop_options.n_parallel) {
+    const int n_vocab = llama_vocab_n_tokens(vocab_);
+    for (llama_token t = 0; t < n_vocab; ++t) {
+      if (llama_vocab_is_eog(vocab_, t)) eog_bias_.push_back({t, -INFINITY});
+    }
+    loop_ = std::make_unique<DecodeLoop>(model_.get(), ctx_.get(), loop_options);
+  }
+  ~LlamaEngine() override { Shutdown(); }
+
+  void Submit(Request request, CompletionCallback done) override {
+    auto prepared = std::make_unique<PreparedRequest>();
+    prepared->done = std::move(done);
+    prepared->error = Prepare(request, prepared.get());
+    std::unique_ptr<PreparedRequest> rejected = loop_->Enqueue(std::move(prepared));
+    if (rejected) {  // after Shutdown: there is no engine thread any more, so answer here
+      Completion c;
+      c.finish = FinishReason::kError;
+      c.error = Status::Unavailable("engine shut down");
+      rejected->done(std::move(c));
+    }
+  }
+  int Capacity() const override { return n_parallel_; }
+  double LoadSeconds() const override { return load_seconds_; }
+  int NumGpus() const override { return n_gpus_; }
+  void Shutdown() override { loop_->Stop(); }
+  EngineCounters counters() const { return loop_->counters(); }
+
+ private:
+  // Template, tokens and sampler of `request`; a non-OK status is the request's error.
+  Status Prepare(const Request& request, PreparedRequest* out);
+  Result<std::string> FormatPrompt(const Request& request) const;
+  Status MakeSampler(const Request& request, uint64_t seed, PreparedRequest* out);
+
+  // Declaration order is destruction order in reverse: the loop goes first, the model last.
+  std::unique_ptr<llama_model, ModelDeleter> model_;
+  std::unique_ptr<llama_context, ContextDeleter> ctx_;
+  common_chat_templates_ptr templates_;
+  const llama_vocab* vocab_;
+  std::vector<llama_logit_bias> eog_bias_;  // -inf on every end-of-generation token (ignore_eos)
+  uint64_t seed_;
+  std::atomic<uint64_t> n_submitted_{0};    // per-request seed offset, in Submit order
+  double load_seconds_;
+  int n_gpus_;
+  int n_parallel_;
+  std::unique_ptr<DecodeLoop> loop_;
+};
+
+Status LlamaEngine::Prepare(const Request& request, PreparedRequest* out) {
+  const uint64_t index = n_submitted_.fetch_add(1);
+  Result<std::string> text = FormatPrompt(request);
+  if (!text.ok()) return text.status();
+  // add_special: BOS when the model wants one (common_chat strips the template's own BOS then);
+  // parse_special: the template's control tokens are tokens, not text.
+  out->prompt = common_tokenize(vocab_, *text, /*add_special=*/true, /*parse_special=*/true);
+  out->stop = request.sampling.stop;
+  out->max_new_tokens = request.sampling.max_new_tokens;
+  out->ignore_eos = request.sampling.ignore_eos;
+  // Seed: the request's, else the engine's plus the submission index (deterministic for a given order).
+  return MakeSampler(request, request.sampling.seed.value_or(seed_ + index), out);
+}
+
+Result<std::string> LlamaEngine::FormatPrompt(const Request& request) const {
+  if (request.raw_prompt) return request.prompt;
+  common_chat_templates_inputs inputs;
+  common_chat_msg message;
+  message.role = "user";
+  message.content = request.prompt;
+  inputs.messages.push_back(std::move(message));
+  inputs.add_generation_prompt = true;
+  inputs.use_jinja = true;
+  const Value& kwargs = request.chat_template_kwargs;
+  if (kwargs.is_object()) {
+    for (const auto& [key, value] : kwargs.as_object()) {
+      inputs.chat_template_kwargs[key] = ToJson(value);  // values are JSON texts, as llama-server passes them
+      if (key == "enable_thinking" && value.is_bool()) inputs.enable_thinking = value.as_bool();
+    }
+  } else if (!kwargs.is_null()) {
+    return Status::InvalidArgument(std::string("chat_template_kwargs must be an object, got ") + kwargs.TypeName());
+  }
+  try {
+    return common_chat_templates_apply(templates_.get(), inputs).prompt;
+  } catch (const jinja::raised_exception& e) {  // raise_exception() in the template
+    return Status::InvalidArgument(std::string("chat template raised an error: ") + e.what());
+  } catch (const jinja::rethrown_exception& e) {
+    return Status::InvalidArgument(std::string("chat template failed: ") + e.what());
+  } catch (const std::invalid_argument& e) {
+    return Status::InvalidArgument(std::string("chat template failed: ") + e.what());
+  } catch (const std::runtime_error& e) {  // jinja lexer/parser/runtime errors, common_json_error
+    return Status::InvalidArgument(std::string("chat template failed: ") + e.what());
+  }
+}
+
+Status LlamaEngine::MakeSampler(const Request& request, uint64_t seed, PreparedRequest* out) {
+  const SamplingParams& sp = request.sampling;
+  common_params_sampling params;
+  uint32_t seed32 = static_cast<uint32_t>(seed ^ (seed >> 32));
+  if (seed32 == LLAMA_DEFAULT_SEED) seed32 = 0x9E3779B9u;  // LLAMA_DEFAULT_SEED would mean "random"
+  params.seed = seed32;
+  params.temp = static_cast<float>(std::max(0.0, sp.temperature));  // <= 0: greedy
+  params.top_p = static_cast<float>(sp.top_p);
+  params.top_k = sp.top_k < 0 ? 0 : sp.top_k;                        // <= 0: disabled
+  params.min_p = static_cast<float>(sp.min_p);
+  params.penalty_repeat = static_cast<float>(sp.repetition_penalty);
+  params.penalty_freq = static_cast<float>(sp.frequency_penalty);
+  params.penalty_present = static_cast<float>(sp.presence_penalty);
+  params.penalty_last_n = std::max(64, sp.max_new_tokens);  // the sampler sees generated tokens only (as SGLang)
+  params.no_perf = true;
+  if (sp.ignore_eos) params.logit_bias = eog_bias_;
+  if (!request.json_schema.empty()) {
+    try {
+      params.grammar = common_grammar(COMMON_GRAMMAR_TYPE_OUTPUT_FORMAT,
+                                      json_schema_to_grammar(common_json::parse(request.json_schema)));
+    } catch (const common_json_error& e) {
+      return Status::InvalidArgument(std::string("json_schema: ") + e.what());
+    } catch (const std::invalid_argument& e) {
+      return Status::InvalidArgument(std::string("json_schema cannot be turned into a grammar: ") + e.what());
+    } catch (const std::runtime_error& e) {
+      return Status::InvalidArgument(std::string("json_schema cannot be turned into a grammar: ") + e.what());
+    }
+  }
+  try {
+    out->sampler.reset(common_sampler_init(model_.get(), params));
+  } catch (const std::invalid_argument& e) {  // non-finite penalties
+    return Status::InvalidArgument(std::string("invalid sampling parameters: ") + e.what());
+  } catch (const std::runtime_error& e) {  // "failed to parse grammar"
+    return Status::InvalidArgument(std::string("cannot build the sampler: ") + e.what());
+  }
+  if (!out->sampler) return Status::Internal("common_sampler_init returned null");
+  return Status::OK();
+}
+
+// Model, context and chat templates, or the error that stops the engine from loading.
+struct Loaded {
+  std::unique_ptr<llama_model, ModelDeleter> model;
+  std::unique_ptr<llama_context, ContextDeleter> ctx;
+  common_chat_templates_ptr templates;
+  LoopOptions loop;
+  int n_gpus = 0;
+};
+
+Status LoadModel(const LlamaEngineOptions& o, Env* env, Loaded* out) {
+  if (!env->FileExists(o.model_path)) return Status::NotFound("model file '" + o.model_path + "' does not exist");
+  const int n_gpus = llama_supports_gpu_offload() ? CountGpus() : 0;
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = n_gpus == 0 ? 0 : o.n_gpu_layers;  // negative: all layers
+  out->model.reset(llama_model_load_from_file(o.model_path.c_str(), mp));
+  if (!out->model) {
+    return Status::InvalidArgument("cannot load model '" + o.model_path +
+                                   "' (not a GGUF file or unsupported architecture)");
+  }
+  out->n_gpus = mp.n_gpu_layers == 0 ? 0 : n_gpus;
+  return Status::OK();
+}
+
+Status CreateContext(const LlamaEngineOptions& o, Loaded* out) {
+  if (o.n_parallel < 1) return Status::InvalidArgument("n_parallel must be at least 1");
+  if (o.n_ctx_seq < 2) return Status::InvalidArgument("n_ctx_seq must be at least 2");
+  if (o.n_batch < 1 || o.n_ubatch < 1) return Status::InvalidArgument("n_batch and n_ubatch must be positive");
+  Result<ggml_type> type_k = ParseCacheType(o.cache_type_k);
+  if (!type_k.ok()) return type_k.status();
+  Result<ggml_type> type_v = ParseCacheType(o.cache_type_v);
+  if (!type_v.ok()) return type_v.status();
+  Result<llama_flash_attn_type> flash = ParseFlashAttn(o.flash_attn);
+  if (!flash.ok()) return flash.status();
+
+  LoopOptions& loop = out->loop;
+  loop.n_parallel = o.n_parallel;
+  const int n_ctx_train = llama_model_n_ctx_train(out->model.get());
+  loop.n_ctx_seq = n_ctx_train > 0 ? std::min(o.n_ctx_seq, n_ctx_train) : o.n_ctx_seq;
+  // Every generating sequence needs one token per batch.
+  loop.n_batch = std::max(o.n_batch, o.n_parallel);
+  loop.prefix_reuse = o.prefix_reuse;
+  loop.min_prefix_tokens = o.min_prefix_tokens;
+  loop.batch_barrier = o.batch_barrier;
+
+  const int n_threads = o.n_threads > 0 ? o.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(loop.n_ctx_seq) * static_cast<uint32_t>(o.n_parallel);
+  cp.n_batch = static_cast<uint32_t>(loop.n_batch);
+  cp.n_ubatch = static_cast<uint32_t>(std::min(o.n_ubatch, loop.n_batch));
+  cp.n_seq_max = static_cast<uint32_t>(o.n_parallel + 1);  // + the shared-prefix sequence
+  cp.kv_unified = true;  // sequences share cells (prefix copies) and one pool of n_ctx cells
+  cp.n_threads = n_threads;
+  cp.n_threads_batch = n_threads;
+  cp.flash_attn_type = *flash;
+  cp.type_k = *type_k;
+  cp.type_v = *type_v;
+  cp.no_perf = true;
+  out->ctx.reset(llama_init_from_model(out->model.get(), cp));
+  if (!out->ctx) {
+    return Status::Internal("cannot create a llama context (n_ctx " + std::to_string(cp.n_ctx) + ", n_batch " +
+                            std::to_string(cp.n_batch) + ", KV " + o.cache_type_k + "/" + o.cache_type_v + ")");
+  }
+  return Status::OK();
+}
+
+Status LoadTemplates(const LlamaEngineOptions& o, Env* env, Loaded* out) {
+  std::string override_text;
+  if (!o.chat_template_file.empty()) {
+    Result<std::string> text = env->ReadFileToString(o.chat_template_file);
+    if (!text.ok()) return text.status().WithContext("chat_template_file");
+    override_text = std::move(*text);
+  }
+  try {
+    out->templates = common_chat_templates_init(out->model.get(), override_text);
+  } catch (const std::runtime_error& e) {
+    return Status::InvalidArgument(std::string("cannot parse the chat template: ") + e.what());
+  } catch (const std::invalid_argument& e) {
+    return Status::InvalidArgument(std::string("cannot parse the chat template: ") + e.what());
+  }
+  if (!out->templates) return Status::InvalidArgument("cannot parse the chat template");
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> CreateLlamaEngine(const LlamaEngineOptions& options) {
+  Env* env = options.env != nullptr ? options.env : Env::Default();
+  InitBackendOnce();
+  const uint64_t start_us = env->MonotonicMicros();
+  Loaded loaded;
+  MMIRAGE_TRY(LoadModel(options, env, &loaded));
+  MMIRAGE_TRY(CreateContext(options, &loaded));
+  MMIRAGE_TRY(LoadTemplates(options, env, &loaded));
+  const double load_seconds = static_cast<double>(env->MonotonicMicros() - start_us) / 1e6;
+  return std::unique_ptr<Engine>(new LlamaEngine(std::move(loaded.model), std::move(loaded.ctx),
+                                                 std::move(loaded.templates), options, loaded.loop, load_seconds,
+                                                 loaded.n_gpus));
+}
+
+EngineCounters GetEngineCounters(const Engine& engine) {
+  if (const auto* llama = dynamic_cast<const LlamaEngine*>(&engine)) return llama->counters();
+  return EngineCounters{};
+}
+
+}  // namespace mmirage::engine

@@ -1,0 +1,97 @@
+// Private to the llama engine. DecodeLoop: the one thread that owns the llama context (STYLE.md principle 7).
+//
+// Each iteration: admit queued requests into idle slots (a finished slot takes the next request at once; no
+// batch barrier unless LoopOptions::batch_barrier), build one batch with a token for every generating slot, the
+// next chunk of the shared prefix and chunks of prompts being prefilled (n_batch tokens in all; logits only
+// where a token will be sampled), decode it, sample, and finish the slots that ended.
+//
+// Failures are isolated (the "blast radius" rule): when the KV cache has no room the loop drops the shared
+// prefix, then halves the batch; a single token that still does not fit, or a decode error, finishes only the
+// requests whose tokens were in the failing part with kError.
+//
+// Thread-safety: Enqueue, Stop and counters may be called from any thread. Callbacks run on the loop thread.
+// Ownership: borrows the model and the context, which must outlive the loop.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/llama_prefix.h"
+#include "engine/llama_request.h"
+#include "engine/llama_slot.h"
+
+namespace mmirage::engine {
+
+class DecodeLoop {
+ public:
+  // Starts the loop thread.
+  DecodeLoop(const llama_model* model, llama_context* ctx, const LoopOptions& options);
+  ~DecodeLoop();  // Stop()
+  DecodeLoop(const DecodeLoop&) = delete;
+  DecodeLoop& operator=(const DecodeLoop&) = delete;
+
+  // Queues `request`. Returns nullptr when queued; returns the request back when the loop has stopped (the
+  // caller then finishes it).
+  std::unique_ptr<PreparedRequest> Enqueue(std::unique_ptr<PreparedRequest> request);
+  // Stops the loop: active and queued requests finish with kError "engine shut down"; joins. Idempotent.
+  void Stop();
+  EngineCounters counters() const;
+
+ private:
+  static constexpr int kPrefixSlot = -1;
+  struct BatchEntry {
+    llama_token token;
+    llama_pos pos;
+    int slot;         // index in slots_, or kPrefixSlot
+    bool logits;      // sample after this token
+    bool is_prompt;   // a prompt (or prefix) token, not a generated one
+    int prefix_gen;   // for prefix tokens: prefix_gen_ when the entry was made
+  };
+
+  void Run();
+  bool WaitForWork();  // false when stopping
+  bool HasWorkLocked() const;
+  void Admit();
+  void StartRequest(int slot_index, std::unique_ptr<PreparedRequest> request);
+  void OnPrefixDefined(const Slot& definer);
+  void BuildBatch();
+  void DecodeBatch();
+  void SampleView(size_t begin, size_t end, const std::vector<int>& batch_index);
+  bool Alive(const BatchEntry& e) const;
+  void FinishSlot(Slot& slot, FinishReason finish, Status error);
+  void DropPrefix();
+  void PromoteWaiters();
+  bool HasWaiters() const;
+  void FailEverything();
+
+  const llama_model* model_;
+  const llama_vocab* vocab_;
+  llama_context* ctx_;
+  llama_memory_t mem_;
+  LoopOptions options_;
+  std::vector<Slot> slots_;
+  std::unique_ptr<SharedPrefix> prefix_;  // null when prefix reuse is off
+  int prefix_gen_ = 0;                    // bumped when the prefix is dropped (its batch entries die)
+  llama_batch batch_;
+  std::vector<BatchEntry> entries_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<PreparedRequest>> queue_;  // guarded by mu_
+  bool stopping_ = false;                               // guarded by mu_
+  bool closed_ = false;                                 // guarded by mu_: the loop no longer takes requests
+
+  std::atomic<int64_t> prompt_tokens_evaluated_{0};
+  std::atomic<int64_t> prompt_tokens_reused_{0};
+  std::atomic<int64_t> tokens_generated_{0};
+  std::atomic<int64_t> decode_calls_{0};
+
+  std::thread thread_;  // last: starts after every member above is ready
+};
+
+}  // namespace mmirage::engine

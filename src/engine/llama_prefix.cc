@@ -1,0 +1,78 @@
+#include "engine/llama_prefix.h"
+
+#include <algorithm>
+
+namespace mmirage::engine {
+
+size_t CommonPrefixLength(const std::vector<llama_token>& a, const std::vector<llama_token>& b) {
+  size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+SharedPrefix::SharedPrefix(llama_memory_t mem, llama_seq_id seq_id, int min_tokens)
+    : mem_(mem), seq_id_(seq_id), min_tokens_(static_cast<size_t>(std::max(1, min_tokens))) {}
+
+SharedPrefix::Match SharedPrefix::OnPrompt(const std::vector<llama_token>& prompt, bool has_waiters) {
+  Match m;
+  if (!tokens_.empty()) {
+    size_t n = CommonPrefixLength(tokens_, prompt);
+    if (n >= min_tokens_) {
+      if (n < tokens_.size()) Shrink(n);
+      candidate_.clear();
+    } else {
+      // A miss. Replace the prefix only when the previous miss shares a long-enough run with this one.
+      size_t n_cand = candidate_.empty() ? 0 : CommonPrefixLength(candidate_, prompt);
+      if (has_waiters || n_cand < min_tokens_) {
+        candidate_ = prompt;
+        return m;
+      }
+      Drop();
+      Define(prompt, n_cand);
+      m.defined = true;
+    }
+  } else {
+    size_t n_cand = candidate_.empty() ? 0 : CommonPrefixLength(candidate_, prompt);
+    if (n_cand < min_tokens_) {
+      candidate_ = prompt;
+      return m;
+    }
+    Define(prompt, n_cand);
+    m.defined = true;
+  }
+  size_t usable = std::min(tokens_.size(), prompt.empty() ? 0 : prompt.size() - 1);
+  m.n_tokens = static_cast<int>(usable);
+  return m;
+}
+
+void SharedPrefix::Define(const std::vector<llama_token>& prompt, size_t n) {
+  tokens_.assign(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(n));
+  n_evaluated_ = 0;
+  candidate_.clear();
+}
+
+void SharedPrefix::Shrink(size_t n) {
+  tokens_.resize(n);
+  if (n_evaluated_ > static_cast<int>(n)) {
+    llama_memory_seq_rm(mem_, seq_id_, static_cast<llama_pos>(n), -1);
+    n_evaluated_ = static_cast<int>(n);
+  }
+}
+
+void SharedPrefix::Adopt(llama_seq_id src, int n) {
+  llama_memory_seq_cp(mem_, src, seq_id_, 0, static_cast<llama_pos>(n));
+  n_evaluated_ = n;
+}
+
+void SharedPrefix::CopyTo(llama_seq_id dst, int n) const {
+  llama_memory_seq_cp(mem_, seq_id_, dst, 0, static_cast<llama_pos>(n));
+}
+
+void SharedPrefix::Drop() {
+  if (n_evaluated_ > 0) llama_memory_seq_rm(mem_, seq_id_, -1, -1);
+  tokens_.clear();
+  n_evaluated_ = 0;
+}
+
+}  // namespace mmirage::engine

@@ -1,0 +1,43 @@
+// Private to the llama engine (src/engine/llama_*.cc): the native form a Request takes at the engine's edge.
+//
+// Submit turns a Request into a PreparedRequest on the caller's thread (chat template, tokenization, sampler
+// and grammar), so the decode loop only ever sees tokens (STYLE.md principle 7). A request that could not be
+// prepared still travels the queue, carrying its error, so that its callback runs on the engine thread like
+// every other one.
+//
+// Thread-safety: a PreparedRequest is owned by one thread at a time (the submitter, then the loop).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "engine/engine.h"
+#include "llama.h"
+#include "sampling.h"
+#include "util/status.h"
+
+namespace mmirage::engine {
+
+struct PreparedRequest {
+  std::vector<llama_token> prompt;   // full prompt, template applied
+  common_sampler_ptr sampler;        // per-request chain (grammar included); null when error is set
+  std::vector<std::string> stop;     // stop strings (the text is cut before the first one)
+  int max_new_tokens = 0;
+  bool ignore_eos = false;
+  CompletionCallback done;
+  Status error;                      // non-OK: finish at once with kError and this status
+};
+
+// Loop-side knobs, derived from LlamaEngineOptions by the adapter.
+struct LoopOptions {
+  int n_parallel = 1;
+  int n_ctx_seq = 0;                 // per-sequence context (positions), already capped
+  int n_batch = 512;                 // tokens per llama_decode call
+  bool prefix_reuse = true;
+  int min_prefix_tokens = 32;
+  bool batch_barrier = false;
+};
+
+}  // namespace mmirage::engine

@@ -1,0 +1,88 @@
+// Private to the llama engine. Slot: the state of one parallel sequence of the decode loop.
+//
+// A slot is idle, waiting for the shared prefix to be evaluated, prefilling its prompt, or generating. It owns
+// the request it serves (and with it the request's sampler). The slot knows nothing about batches or the KV
+// cache: the loop positions its tokens and clears its sequence; the slot decides what a sampled token means
+// (end of generation, stop string, length limit) and builds the Completion.
+//
+// Thread-safety: used by the decode-loop thread only.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/llama_request.h"
+
+namespace mmirage::engine {
+
+enum class SlotState { kIdle, kWaitPrefix, kPrefill, kGenerate };
+
+// What a sampled token did to the request.
+enum class TokenOutcome { kContinue, kStop, kLength };
+
+class Slot {
+ public:
+  explicit Slot(int seq_id) : seq_id_(seq_id) {}
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+  Slot(Slot&&) = default;
+  Slot& operator=(Slot&&) = default;
+
+  // Takes `request` (REQUIRES: idle, request->error ok). The slot starts in kPrefill at position 0.
+  void Start(std::unique_ptr<PreparedRequest> request);
+
+  // Handles the token sampled for this slot (already accepted by the sampler): counts it, appends its text
+  // and checks, in order, end-of-generation, stop strings, max_new_tokens and the context of `n_ctx_seq`
+  // positions. On kContinue the token becomes next_token() and the slot is generating.
+  TokenOutcome OnToken(llama_token token, const llama_vocab* vocab, int n_ctx_seq);
+
+  // Ends the request: returns the completion to deliver with the request's callback, and makes the slot
+  // idle. `error` must be non-OK iff finish == kError. REQUIRES: !idle().
+  std::pair<Completion, CompletionCallback> Finish(FinishReason finish, Status error);
+
+  int seq_id() const { return seq_id_; }
+  SlotState state() const { return state_; }
+  bool idle() const { return state_ == SlotState::kIdle; }
+  const std::vector<llama_token>& prompt() const { return request_->prompt; }
+  common_sampler* sampler() const { return request_->sampler.get(); }
+  int n_past() const { return n_past_; }
+  int n_cached() const { return n_cached_; }
+  int n_wait_prefix() const { return n_wait_prefix_; }
+  llama_token next_token() const { return next_token_; }
+  bool prompt_done() const { return n_past_ >= static_cast<int>(request_->prompt.size()); }
+
+  // The loop placed `n` more of this slot's tokens in the batch.
+  void Advance(int n) { n_past_ += n; }
+  // Waits for the shared prefix; `n` tokens will be copied from it.
+  void WaitForPrefix(int n) {
+    state_ = SlotState::kWaitPrefix;
+    n_wait_prefix_ = n;
+  }
+  // The first `n` tokens are in this sequence's KV already (copied from the shared prefix).
+  void TakePrefix(int n) {
+    state_ = SlotState::kPrefill;
+    n_past_ = n;
+    n_cached_ = n;
+    n_wait_prefix_ = 0;
+  }
+
+ private:
+  int seq_id_;
+  SlotState state_ = SlotState::kIdle;
+  std::unique_ptr<PreparedRequest> request_;
+  int n_past_ = 0;         // positions of this sequence in the KV cache (incl. those in the current batch)
+  int n_cached_ = 0;       // of them, copied from the shared prefix
+  int n_wait_prefix_ = 0;  // kWaitPrefix: prefix tokens to copy once the prefix is evaluated
+  int n_generated_ = 0;
+  llama_token next_token_ = 0;
+  std::string text_;
+  size_t max_stop_len_ = 0;
+};
+
+// Position of the earliest stop string in `text` that extends past its first `scan_from` bytes (those were
+// checked before), or npos. Empty stop strings never match.
+size_t FindStop(const std::string& text, const std::vector<std::string>& stops, size_t scan_from);
+
+}  // namespace mmirage::engine
