@@ -81,6 +81,11 @@ Result<EngineOptionsMapping> MapEngineOptions(const config::Processor& p) {
         MMIRAGE_ASSIGN_OR_RETURN(o.cache_type_v, AsString(p, f, v));
       } else if (k == "prefix_reuse") {
         MMIRAGE_ASSIGN_OR_RETURN(o.prefix_reuse, AsBool(p, f, v));
+      } else if (k == "batch_barrier") {  // debug: the original's batch-synchronous loop, for benchmarks
+        MMIRAGE_ASSIGN_OR_RETURN(o.batch_barrier, AsBool(p, f, v));
+      } else if (k == "min_prefix_tokens") {
+        MMIRAGE_ASSIGN_OR_RETURN(int64_t x, AsInt(p, f, v));
+        o.min_prefix_tokens = static_cast<int>(x);
       } else if (k == "random_seed" || k == "seed") {
         MMIRAGE_ASSIGN_OR_RETURN(int64_t x, AsInt(p, f, v));
         o.seed = static_cast<uint64_t>(x);

@@ -136,6 +136,18 @@ int OutputGenerator::NumGpus() const {
   return n;
 }
 
+engine::EngineCounters OutputGenerator::Counters() const {
+  engine::EngineCounters sum;
+  for (const auto& [_, e] : engines_) {
+    engine::EngineCounters c = engine::GetEngineCounters(*e);
+    sum.prompt_tokens_evaluated += c.prompt_tokens_evaluated;
+    sum.prompt_tokens_reused += c.prompt_tokens_reused;
+    sum.tokens_generated += c.tokens_generated;
+    sum.decode_calls += c.decode_calls;
+  }
+  return sum;
+}
+
 void OutputGenerator::Shutdown() {
   for (auto& [_, e] : engines_) e->Shutdown();
 }

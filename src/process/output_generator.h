@@ -45,6 +45,7 @@ class OutputGenerator {
   int Capacity() const;           // sum of the engines' parallel slots
   double LoadSeconds() const;     // sum of the engines' load times
   int NumGpus() const;            // max over engines
+  engine::EngineCounters Counters() const;  // summed over engines
   void Shutdown();
 
  private:

@@ -61,6 +61,9 @@ Value ShardStats::ToValue() const {
                                  (static_cast<double>(*output_tokens) / 1e9),
                              4))
              : Value());
+  v.Set("prompt_tokens_reused", OptI(prompt_tokens_reused));
+  bool total_rate = output_tokens && *output_tokens > 0 && inf && *inf > 0;
+  v.Set("tokens_per_sec", total_rate ? Value(RoundTo(static_cast<double>(*output_tokens) / *inf, 2)) : Value());
   return v;
 }
 
@@ -78,6 +81,7 @@ ShardStats ShardStats::FromValue(const Value& v) {
   s.num_gpus = GetI(v, "num_gpus");
   s.model_load_seconds = GetD(v, "model_load_seconds");
   s.throughput_rows_per_sec = GetD(v, "throughput_rows_per_sec");
+  s.prompt_tokens_reused = GetI(v, "prompt_tokens_reused");
   return s;
 }
 

@@ -19,6 +19,9 @@ struct ShardStats {
   std::optional<int64_t> num_gpus;
   std::optional<double> model_load_seconds;   // null when the sum is 0
   std::optional<double> throughput_rows_per_sec;  // stored once, at success
+  // Extensions (after the spec's keys): prompt tokens served from a shared prefix instead of evaluated, and the
+  // output token rate of the whole shard (meaningful on CPU too, where per-GPU rates are null).
+  std::optional<int64_t> prompt_tokens_reused;
 
   // The object with derived values, keys in the spec's order (§1.3).
   Value ToValue() const;
