@@ -25,7 +25,8 @@ struct PreparedRequest {
   common_sampler_ptr sampler;        // per-request chain (grammar included); null when error is set
   std::vector<std::string> stop;     // stop strings (the text is cut before the first one)
   int max_new_tokens = 0;
-  bool ignore_eos = false;
+  bool ignore_eos = false;           // ignored with a grammar: a complete grammar admits only end-of-generation
+  bool has_grammar = false;
   CompletionCallback done;
   Status error;                      // non-OK: finish at once with kError and this status
 };

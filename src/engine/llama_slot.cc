@@ -31,7 +31,9 @@ void Slot::Start(std::unique_ptr<PreparedRequest> request) {
 
 TokenOutcome Slot::OnToken(llama_token token, const llama_vocab* vocab, int n_ctx_seq) {
   ++n_generated_;
-  if (!request_->ignore_eos && llama_vocab_is_eog(vocab, token)) return TokenOutcome::kStop;
+  if ((!request_->ignore_eos || request_->has_grammar) && llama_vocab_is_eog(vocab, token)) {
+    return TokenOutcome::kStop;
+  }
   // special = false: control tokens (chat markers) are not part of the text, as with skip_special_tokens.
   size_t old_len = text_.size();
   text_ += common_token_to_piece(vocab, token, /*special=*/false);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "data/json.h"
@@ -262,6 +263,54 @@ TEST_F(LlamaEngineTest, PrefixReuseKeepsOutputsAndSkipsSharedTokens) {
               static_cast<long long>(c_on.prompt_tokens_evaluated),
               static_cast<long long>(c_off.prompt_tokens_evaluated), ratio);
   EXPECT_LE(ratio, 0.3);
+}
+
+TEST_F(LlamaEngineTest, FullKvCacheDropsTheSharedPrefixInsteadOfFailingRequests) {
+  // 2 sequences of 256 positions share 512 cells. Requests 0 and 1 leave a ~200-token prefix behind, held
+  // only by the prefix sequence; requests 2 and 3 then fill their whole context, which needs those cells.
+  LlamaEngineOptions o = TinyOptions(model_, 2);
+  o.n_ctx_seq = 256;
+  auto engine = Make(o);
+  ASSERT_TRUE(engine);
+  std::string instruction;
+  for (int i = 0; i < 40; ++i) instruction += " Rule " + std::to_string(i) + " holds.";
+  std::vector<Request> first = {Greedy(instruction + " First?", 2), Greedy(instruction + " Second?", 2)};
+  for (Request& r : first) r.raw_prompt = true;
+  std::vector<Completion> out = RunAll(*engine, first);
+  ASSERT_GT(out[1].cached_prompt_tokens, 150);
+
+  std::vector<Request> fill = {Greedy("Alpha beta gamma.", 1000), Greedy("One two three four five.", 1000)};
+  for (Request& r : fill) {
+    r.raw_prompt = true;
+    r.sampling.ignore_eos = true;
+  }
+  out = RunAll(*engine, fill);
+  for (const Completion& c : out) {
+    EXPECT_EQ(c.finish, FinishReason::kLength) << c.error.ToString();
+    EXPECT_EQ(c.prompt_tokens + c.completion_tokens, 256 + 1);
+  }
+}
+
+TEST_F(LlamaEngineTest, ConcurrentSubmittersGetTheSameResults) {
+  std::vector<Request> requests;
+  for (int i = 0; i < 12; ++i) requests.push_back(Greedy("Item " + std::to_string(i) + ": describe it.", 5));
+  auto engine = Make(TinyOptions(model_, 4));
+  ASSERT_TRUE(engine);
+  std::vector<Completion> serial = RunAll(*engine, requests);
+
+  Collector collector(requests.size());
+  std::vector<std::thread> submitters;
+  for (size_t t = 0; t < 3; ++t) {
+    submitters.emplace_back([&, t] {
+      for (size_t i = t; i < requests.size(); i += 3) engine->Submit(requests[i], collector.For(i));
+    });
+  }
+  for (std::thread& th : submitters) th.join();
+  ASSERT_TRUE(collector.Wait());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(collector.calls(i), 1);
+    EXPECT_EQ(collector.at(i).text, serial[i].text) << "request " << i;
+  }
 }
 
 // Requests 0 and 1 are long; the others are short. Returns the completion order.
