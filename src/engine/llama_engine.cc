@@ -35,6 +35,9 @@ void LlamaLogToOurs(ggml_log_level level, const char* text, void* /*user_data*/)
   std::string line(text);
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
   if (line.empty()) return;
+  // With a unified KV cache llama.cpp compares the whole context with the training context; our limit is per
+  // sequence (n_ctx_seq, capped at the training context), so this warning does not apply.
+  if (line.find("possible training context overflow") != std::string::npos) level = GGML_LOG_LEVEL_DEBUG;
   LogLevel ours = level == GGML_LOG_LEVEL_ERROR  ? LogLevel::kError
                   : level == GGML_LOG_LEVEL_WARN ? LogLevel::kWarning
                                                  : LogLevel::kDebug;

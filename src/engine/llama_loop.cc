@@ -8,8 +8,7 @@
 namespace mmirage::engine {
 
 DecodeLoop::DecodeLoop(const llama_model* model, llama_context* ctx, const LoopOptions& options)
-    : model_(model),
-      vocab_(llama_model_get_vocab(model)),
+    : vocab_(llama_model_get_vocab(model)),
       ctx_(ctx),
       mem_(llama_get_memory(ctx)),
       options_(options),

@@ -69,7 +69,6 @@ class DecodeLoop {
   bool HasWaiters() const;
   void FailEverything();
 
-  const llama_model* model_;
   const llama_vocab* vocab_;
   llama_context* ctx_;
   llama_memory_t mem_;
