@@ -213,6 +213,8 @@ Status LlamaEngine::MakeSampler(const Request& request, uint64_t seed, PreparedR
   // ignore_eos bans end-of-generation tokens, except under a grammar, whose only way to end is one of them.
   if (sp.ignore_eos && request.json_schema.empty()) params.logit_bias = eog_bias_;
   out->has_grammar = !request.json_schema.empty();
+  out->fast_greedy = params.temp <= 0.0f && !out->has_grammar && sp.repetition_penalty == 1.0 &&
+                     sp.frequency_penalty == 0.0 && sp.presence_penalty == 0.0;
   if (out->has_grammar) {
     try {
       params.grammar = common_grammar(COMMON_GRAMMAR_TYPE_OUTPUT_FORMAT,

@@ -1,3 +1,4 @@
+#include <cmath>
 #include "engine/llama_loop.h"
 
 #include <algorithm>
@@ -302,8 +303,12 @@ void DecodeLoop::SampleView(size_t begin, size_t end, const std::vector<int>& ba
     Slot& slot = slots_[static_cast<size_t>(e.slot)];
     llama_token token = 0;
     try {
-      token = common_sampler_sample(slot.sampler(), ctx_, batch_index[i]);
-      common_sampler_accept(slot.sampler(), token, /*is_generated=*/true);
+      if (slot.fast_greedy()) {
+        token = Argmax(batch_index[i], slot.ignore_eos());
+      } else {
+        token = common_sampler_sample(slot.sampler(), ctx_, batch_index[i]);
+        common_sampler_accept(slot.sampler(), token, /*is_generated=*/true);
+      }
     } catch (const std::runtime_error& ex) {
       // The grammar sampler throws when it cannot accept a token.
       FinishSlot(slot, FinishReason::kError, Status::InvalidArgument(std::string("sampling failed: ") + ex.what()));
@@ -315,6 +320,19 @@ void DecodeLoop::SampleView(size_t begin, size_t end, const std::vector<int>& ba
       case TokenOutcome::kStop: FinishSlot(slot, FinishReason::kStop, Status::OK()); break;
       case TokenOutcome::kLength: FinishSlot(slot, FinishReason::kLength, Status::OK()); break;
     }
+  }
+}
+
+llama_token DecodeLoop::Argmax(int batch_index, bool ban_eog) {
+  float* logits = llama_get_logits_ith(ctx_, batch_index);
+  const int n_vocab = llama_vocab_n_tokens(vocab_);
+  while (true) {
+    int best = 0;
+    for (int t = 1; t < n_vocab; ++t) {
+      if (logits[t] > logits[best]) best = t;
+    }
+    if (!ban_eog || !llama_vocab_is_eog(vocab_, best)) return best;
+    logits[best] = -INFINITY;  // banned: take the next best (rare, and these logits are not read again)
   }
 }
 

@@ -63,6 +63,9 @@ class DecodeLoop {
   void DecodeBatch();
   void SampleView(size_t begin, size_t end, const std::vector<int>& batch_index);
   bool Alive(const BatchEntry& e) const;
+  // Greedy choice straight from the logits of batch row `batch_index`, skipping end-of-generation tokens when
+  // `ban_eog`.
+  llama_token Argmax(int batch_index, bool ban_eog);
   void FinishSlot(Slot& slot, FinishReason finish, Status error);
   void DropPrefix();
   void PromoteWaiters();

@@ -27,6 +27,10 @@ struct PreparedRequest {
   int max_new_tokens = 0;
   bool ignore_eos = false;           // ignored with a grammar: a complete grammar admits only end-of-generation
   bool has_grammar = false;
+  // Plain greedy (temperature 0, no grammar, neutral penalties): the loop takes the argmax of the logits itself
+  // instead of running the sampler chain over the whole vocabulary (the same token, without copying and sorting
+  // ~150k candidates per generated token).
+  bool fast_greedy = false;
   CompletionCallback done;
   Status error;                      // non-OK: finish at once with kError and this status
 };

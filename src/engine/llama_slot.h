@@ -47,6 +47,8 @@ class Slot {
   bool idle() const { return state_ == SlotState::kIdle; }
   const std::vector<llama_token>& prompt() const { return request_->prompt; }
   common_sampler* sampler() const { return request_->sampler.get(); }
+  bool fast_greedy() const { return request_->fast_greedy; }
+  bool ignore_eos() const { return request_->ignore_eos; }
   int n_past() const { return n_past_; }
   int n_cached() const { return n_cached_; }
   int n_wait_prefix() const { return n_wait_prefix_; }
