@@ -24,6 +24,7 @@ BUILD = os.path.join(ROOT, "build")
 MMIRAGE = os.path.join(BUILD, "mmirage")
 MAKE_MODEL = os.path.join(BUILD, "mmirage-make-test-model")
 RAW = os.path.join(BUILD, "mmirage-bench-raw-llama")
+THREADS = int(os.environ.get("MMIRAGE_BENCH_THREADS", "1"))  # the same decode threads for both
 
 CONFIG = """processors:
   - type: llm
@@ -34,10 +35,12 @@ CONFIG = """processors:
         context_length: {ctx}
         prefix_reuse: {prefix_reuse}
         batch_barrier: {barrier}
+        n_threads: {threads}
     default_sampling_params:
       temperature: 0
       max_new_tokens: {max_new}
       ignore_eos: {ignore_eos}
+      stop: {stop}
 loading_params:
   datasets: [{{type: JSONL, path: {data}, output_dir: {out}}}]
   state_dir: {state}
@@ -60,7 +63,7 @@ def run(cmd, **kw):
     return r
 
 
-def make_model(tmp, preset, eos_bias=None):
+def make_model(tmp, preset, eos_bias=None):  # eos_bias: see mmirage-make-test-model --eos-bias
     path = os.path.join(tmp, f"model_{preset}_{eos_bias}.gguf")
     if not os.path.exists(path):
         cmd = [MAKE_MODEL, "--out", path, "--preset", preset]
@@ -71,7 +74,7 @@ def make_model(tmp, preset, eos_bias=None):
 
 
 def mmirage(tmp, name, model, texts, parallel, max_new, ignore_eos=True, prefix_reuse=False, barrier=False,
-            batch_size=None):
+            batch_size=None, stop=()):
     d = os.path.join(tmp, name)
     os.makedirs(d, exist_ok=True)
     data = os.path.join(d, "data.jsonl")
@@ -83,7 +86,8 @@ def mmirage(tmp, name, model, texts, parallel, max_new, ignore_eos=True, prefix_
         f.write(CONFIG.format(model=model, parallel=parallel, ctx=2048, prefix_reuse=str(prefix_reuse).lower(),
                               barrier=str(barrier).lower(), max_new=max_new, ignore_eos=str(ignore_eos).lower(),
                               data=data, out=os.path.join(d, "out"), state=os.path.join(d, "state"),
-                              batch_size=batch_size or parallel))
+                              batch_size=batch_size or parallel, threads=THREADS,
+                              stop=json.dumps(list(stop))))
     run([MMIRAGE, "run", "--config", cfg, "--log-level", "WARNING"])
     with open(os.path.join(d, "state", "shard_0", "status.json")) as f:
         return json.load(f)["stats"]
@@ -98,7 +102,7 @@ def bench_overhead(tmp, args):
         for t in texts:
             f.write(json.dumps(t) + "\n")
     raw = json.loads(run([RAW, "--model", model, "--prompts", prompts, "--parallel", str(args.parallel),
-                          "--max-new-tokens", str(args.max_new), "--ctx-seq", "2048"]).stdout)
+                          "--max-new-tokens", str(args.max_new), "--ctx-seq", "2048", "--threads", str(THREADS)]).stdout)
     st = mmirage(tmp, "overhead", model, texts, args.parallel, args.max_new)
     ours = st["output_tokens"] / st["inference_runtime_seconds"]
     print(f"overhead : raw libllama {raw['output_tok_per_s']:9.1f} tok/s | mmirage run {ours:9.1f} tok/s "
@@ -107,16 +111,19 @@ def bench_overhead(tmp, args):
 
 
 def bench_streaming(tmp, args):
-    model = make_model(tmp, args.preset, eos_bias=args.eos_bias)
+    # Varied output lengths: generation ends at the first token whose text contains the stop string, which for
+    # the synthetic model's pseudo-random tokens gives a geometric-like spread of lengths (capped at max_new).
+    model = make_model(tmp, args.preset)
     texts = [f"Item {i}: describe the object number {i * 7919 % 1000} with color {i % 13} and size {i % 5}."
              for i in range(args.rows)]
-    barrier = mmirage(tmp, "barrier", model, texts, args.parallel, args.max_new, ignore_eos=False, barrier=True)
-    stream = mmirage(tmp, "stream", model, texts, args.parallel, args.max_new, ignore_eos=False)
+    stop = [args.stop]
+    barrier = mmirage(tmp, "barrier", model, texts, args.parallel, args.max_new, barrier=True, stop=stop)
+    stream = mmirage(tmp, "stream", model, texts, args.parallel, args.max_new, stop=stop)
     rb = barrier["rows_processed"] / barrier["inference_runtime_seconds"]
     rs = stream["rows_processed"] / stream["inference_runtime_seconds"]
     print(f"streaming: batch barrier {rb:8.2f} rows/s | streaming {rs:8.2f} rows/s | ratio {rs / rb:.2f}x "
           f"(goal >= 1.3x; output tokens {barrier['output_tokens']} vs {stream['output_tokens']}, avg "
-          f"{stream['output_tokens'] / max(1, stream['rows_processed']):.1f}/row, max {args.max_new})")
+          f"{stream['output_tokens'] / max(1, stream['rows_processed']):.1f}/row, max {args.max_new}, stop {args.stop!r})")
 
 
 def bench_prefix(tmp, args):
@@ -140,7 +147,7 @@ def main():
     ap.add_argument("--parallel", type=int, default=8)
     ap.add_argument("--max-new", type=int, default=64)
     ap.add_argument("--preset", default="tiny")
-    ap.add_argument("--eos-bias", type=float, default=0.37)
+    ap.add_argument("--stop", default="en", help="streaming: stop string that ends outputs at varied lengths")
     args = ap.parse_args()
     for b in (MMIRAGE, MAKE_MODEL, RAW):
         if not os.path.exists(b):
