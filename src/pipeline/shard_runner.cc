@@ -7,6 +7,7 @@
 #include "data/json.h"
 #include "pipeline/row_batches.h"
 #include "pipeline/stream_scheduler.h"
+#include "process/model_ref.h"
 #include "pipeline/row_transform.h"
 #include "pipeline/shard_writer.h"
 #include "state/shard_state.h"
@@ -84,7 +85,10 @@ Status CheckRunnable(const config::Config& config) {
                                      "check its prompts)");
     }
     const config::Processor* p = config.FindProcessor(o.type);
-    if (p != nullptr && p->llm.model_path.find("://") == std::string::npos) {
+    if (p != nullptr && process::IsHfModelRef(p->llm.model_path)) {
+      Status ref = process::ParseHfModelRef(p->llm.model_path).status();  // well-formed; downloaded at load
+      if (!ref.ok()) return ref.WithContext(p->loc.ToString() + ": server_args.model_path");
+    } else if (p != nullptr) {
       Env* env = Env::Default();
       if (!env->IsRegularFile(p->llm.model_path)) {
         return Status::NotFound(p->loc.ToString() + ": model file not found: '" + p->llm.model_path +

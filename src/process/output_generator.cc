@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "data/utf8.h"
 #include "process/json_output.h"
 #include "process/llm_options.h"
+#include "process/model_ref.h"
 
 namespace mmirage::process {
 
@@ -26,6 +28,10 @@ EngineFactory LlamaEngineFactory() {
   return [](const config::Processor& p, std::vector<std::string>* warnings) -> Result<std::unique_ptr<engine::Engine>> {
     MMIRAGE_ASSIGN_OR_RETURN(EngineOptionsMapping m, MapEngineOptions(p));
     warnings->insert(warnings->end(), m.warnings.begin(), m.warnings.end());
+    // hf://owner/repo/file.gguf → the cached file, downloaded first when missing.
+    auto local = ResolveModelPath(Env::Default(), m.options.model_path, config::ProcessEnvLookup());
+    if (!local.ok()) return local.status().WithContext(p.loc.ToString() + ": processor 'llm'");
+    m.options.model_path = *local;
     auto e = engine::CreateLlamaEngine(m.options);
     if (!e.ok()) return e.status().WithContext(p.loc.ToString() + ": processor 'llm'");
     return e;
@@ -86,7 +92,8 @@ void OutputGenerator::Submit(std::shared_ptr<Attempt> a) {
     if (c.finish == engine::FinishReason::kError) {
       st = c.error.ok() ? Status::Internal("generation failed") : c.error;
     } else {
-      std::string text = c.text;
+      // A generation cut at a token boundary can end inside a character: keep the output valid UTF-8.
+      std::string text = ToValidUtf8(c.text);
       size_t b = text.find_first_not_of(" \t\r\n"), en = text.find_last_not_of(" \t\r\n");
       text = b == std::string::npos ? "" : text.substr(b, en - b + 1);
       if (o.json) {
