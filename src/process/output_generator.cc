@@ -24,6 +24,10 @@ struct OutputGenerator::Attempt {
   GenerateResult result;
 };
 
+namespace {
+constexpr double kRetryTemperature = 0.7;  // regenerations of a greedy output sample at this temperature
+}  // namespace
+
 EngineFactory LlamaEngineFactory() {
   return [](const config::Processor& p, std::vector<std::string>* warnings) -> Result<std::unique_ptr<engine::Engine>> {
     MMIRAGE_ASSIGN_OR_RETURN(EngineOptionsMapping m, MapEngineOptions(p));
@@ -111,9 +115,12 @@ void OutputGenerator::Submit(std::shared_ptr<Attempt> a) {
     }
     bool retryable = !st.ok() && !c.error.IsInvalidArgument();  // a prompt too long for the context stays so
     if (!st.ok() && retryable && r.attempts <= o.generation_retries) {
-      // Regenerate: another seed, and more room when the output was cut.
-      a->request.sampling.seed = a->request.sampling.seed.value_or(0) + 7919u * static_cast<uint64_t>(r.attempts);
-      if (c.finish == engine::FinishReason::kLength) a->request.sampling.max_new_tokens *= 2;
+      // Regenerate: another seed, more room when the output was cut, and sampling instead of greedy decoding
+      // (a greedy retry would repeat the same output token for token).
+      engine::SamplingParams& sp = a->request.sampling;
+      sp.seed = sp.seed.value_or(0) + 7919u * static_cast<uint64_t>(r.attempts);
+      if (c.finish == engine::FinishReason::kLength) sp.max_new_tokens *= 2;
+      if (sp.temperature <= 0) sp.temperature = kRetryTemperature;
       Submit(a);
       return;
     }

@@ -1,7 +1,8 @@
 // OutputGenerator: produces the value of a model output variable for one row — renders nothing itself (the
 // prompt comes rendered), submits to the processor's engine, checks JSON outputs against their schema, and
-// regenerates on an invalid output or an engine error up to `generation_retries` times. The result is a value
-// or an error for that row; never a blank.
+// regenerates on an invalid output or an engine error up to `generation_retries` times (with a new seed, twice
+// the max_new_tokens when the output was cut, and temperature 0.7 when it was greedy — a greedy retry would only
+// repeat itself). The result is a value or an error for that row; never a blank.
 //
 // Thread-safety: Generate may be called from any thread; `done` runs on an engine thread and must be quick.
 #pragma once
