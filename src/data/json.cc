@@ -2,6 +2,10 @@
 
 #include <simdjson.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -11,43 +15,49 @@
 namespace mmirage {
 namespace {
 
-Value FromDom(simdjson::dom::element e) {
+// Builds the Value of `e` in place in *out (no intermediate Values are moved: this is the per-row hot path).
+void FromDom(simdjson::dom::element e, Value* out) {
   using simdjson::dom::element_type;
   switch (e.type()) {
-    case element_type::NULL_VALUE: return Value();
-    case element_type::BOOL: return Value(bool(e.get_bool().value_unsafe()));
-    case element_type::INT64: return Value(int64_t(e.get_int64().value_unsafe()));
-    case element_type::UINT64: return Value(double(e.get_uint64().value_unsafe()));
-    case element_type::DOUBLE: return Value(double(e.get_double().value_unsafe()));
-    case element_type::STRING: return Value(std::string_view(e.get_string().value_unsafe()));
+    case element_type::NULL_VALUE: *out = Value(); return;
+    case element_type::BOOL: *out = Value(bool(e.get_bool().value_unsafe())); return;
+    case element_type::INT64: *out = Value(int64_t(e.get_int64().value_unsafe())); return;
+    case element_type::UINT64: *out = Value(double(e.get_uint64().value_unsafe())); return;
+    case element_type::DOUBLE: *out = Value(double(e.get_double().value_unsafe())); return;
+    case element_type::STRING: *out = Value(std::string_view(e.get_string().value_unsafe())); return;
     case element_type::ARRAY: {
-      Value::Array arr;
       simdjson::dom::array a = e.get_array().value_unsafe();
-      arr.reserve(a.size());
-      for (simdjson::dom::element child : a) arr.push_back(FromDom(child));
-      return Value(std::move(arr));
+      *out = Value(Value::Array(a.size()));
+      Value::Array& arr = out->mutable_array();
+      size_t i = 0;
+      for (simdjson::dom::element child : a) FromDom(child, &arr[i++]);
+      return;
     }
     case element_type::OBJECT: {
-      Value::Object obj;
       simdjson::dom::object o = e.get_object().value_unsafe();
+      *out = Value(Value::Object{});
+      Value::Object& obj = out->mutable_object();
       obj.reserve(o.size());
       for (auto field : o) {
         std::string_view k = field.key;
         // JSON allows duplicate keys; like Python's json, the last one wins (at the first one's position).
-        bool replaced = false;
+        Value* slot = nullptr;
         for (auto& m : obj) {
-          if (m.first == k) {
-            m.second = FromDom(field.value);
-            replaced = true;
+          if (m.first.size() == k.size() && m.first == k) {
+            slot = &m.second;
             break;
           }
         }
-        if (!replaced) obj.emplace_back(std::string(k), FromDom(field.value));
+        if (slot == nullptr) {
+          obj.emplace_back(std::piecewise_construct, std::forward_as_tuple(k), std::forward_as_tuple());
+          slot = &obj.back().second;
+        }
+        FromDom(field.value, slot);
       }
-      return Value(std::move(obj));
+      return;
     }
   }
-  return Value();
+  *out = Value();
 }
 
 void AppendJsonPretty(const Value& v, int indent, int depth, bool sort_keys, std::string* out) {
@@ -103,7 +113,9 @@ Result<Value> ParseJson(std::string_view text) {
   simdjson::dom::element root;
   auto err = parser.parse(buf.data(), text.size(), false).get(root);
   if (err) return Status::Corruption(std::string("invalid JSON: ") + simdjson::error_message(err));
-  return FromDom(root);
+  Result<Value> out{Value()};
+  FromDom(root, &*out);
+  return out;
 }
 
 void AppendJsonString(std::string_view s, std::string* out) {
@@ -122,6 +134,20 @@ void AppendJsonString(std::string_view s, std::string* out) {
   const char* end = p + s.size();
   while (p < end) {
     const char* run = p;
+#if defined(__SSE2__)
+    // 16 bytes at a time: find the first control character, '"' or '\\' (SSE2 is baseline on x86-64).
+    while (p + 16 <= end) {
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1F)), _mm_set1_epi8(0x1F));
+      __m128i special = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+      int mask = _mm_movemask_epi8(_mm_or_si128(ctl, special));
+      if (mask != 0) {
+        p += __builtin_ctz(static_cast<unsigned>(mask));
+        break;
+      }
+      p += 16;
+    }
+#endif
     while (p < end && !kEscape[static_cast<unsigned char>(*p)]) ++p;
     out->append(run, static_cast<size_t>(p - run));
     if (p == end) break;

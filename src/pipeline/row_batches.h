@@ -31,7 +31,7 @@ struct ProcessedBatch {
 
 struct RowBatchOptions {
   int threads = 0;          // workers; 0 = hardware concurrency (at most 8)
-  size_t batch_rows = 512;  // rows per batch
+  size_t batch_rows = 2048;  // rows per batch
   size_t max_in_flight = 0; // batches queued or being processed; 0 = 4 × threads
 };
 

@@ -69,3 +69,22 @@ TEST(Utf8Test, InvalidSequencesAreReplaced) {
 
 }  // namespace
 }  // namespace mmirage
+
+namespace mmirage {
+namespace {
+
+TEST(JsonTest, EscapingIsCorrectAtEveryOffsetOfLongStrings) {
+  for (size_t pos = 0; pos < 40; ++pos) {
+    for (char special : {'"', '\\', '\n', '\x01', '\x1f'}) {
+      std::string s(40, 'a');
+      s[pos] = special;
+      s += "\xc3\xa9tail";
+      auto back = ParseJson(ToJson(Value(s)));
+      ASSERT_TRUE(back.ok()) << pos;
+      EXPECT_EQ(back->as_string(), s) << pos << " " << int(special);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mmirage
