@@ -30,7 +30,25 @@ struct Loc {
 };
 
 // ---- processors ------------------------------------------------------------------------------------------------
+// Extension: an OpenAI-compatible endpoint (backend: openai, or a managed server's address once started).
+struct EndpointConfig {
+  std::string base_url;                // e.g. http://host:30000/v1
+  std::string api_key_env;             // name of the environment variable holding the key (never the key)
+  std::string model;                   // model name sent in requests (empty: the server's default)
+  std::string mode = "chat";           // chat | completion (the rendered prompt is sent verbatim)
+  std::optional<int64_t> max_concurrency;  // default: extra_engine_args.max_running_requests, else 64
+  double timeout_seconds = 600;        // per request
+  int64_t max_retries = 5;             // per request, on 429 / 5xx / connection errors / timeouts
+  double down_timeout_seconds = 120;   // endpoint unreachable this long → the shard fails fast
+};
+
 struct LlmProcessor {
+  // Extension: which engine runs the model. llama = embedded llama.cpp (default); openai = an existing
+  // OpenAI-compatible endpoint; sglang | vllm | llama-server = a server mmirage starts for the shard.
+  std::string backend = "llama";
+  std::optional<EndpointConfig> endpoint;
+  std::vector<std::string> server_command;  // managed servers: the command, verbatim (else built from server_args)
+  double server_startup_timeout_seconds = 900;
   std::string model_path = "none";
   int tp_size = 1;                         // default from SLURM_GPUS_ON_NODE when absent (config.md §4.1.1)
   bool trust_remote_code = true;
@@ -207,6 +225,16 @@ struct ExecutionParams {
   int64_t cpus_per_task = 288;
   std::string time_limit = "11:59:59";
   int64_t max_failed_rows = 0;         // extension: rows allowed in errors.jsonl before the shard fails
+  // Extensions: local execution and resume.
+  int64_t local_workers = 1;           // shard processes run at once by `run` in local mode
+  int64_t commit_every_rows = 256;     // the writer commits durably every N rows ...
+  double commit_interval_seconds = 5;  // ... or every T seconds, whichever comes first
+  double heartbeat_timeout_seconds = 300;  // a `running` shard silent this long counts as failed
+  // Extensions: SLURM.
+  std::optional<std::string> partition, qos, mem;
+  std::optional<int64_t> array_parallelism;  // the %N throttle of --array
+  std::vector<std::string> extra_sbatch_args;
+  std::optional<std::string> mmirage_bin;    // binary the array tasks run (default: this binary's absolute path)
 };
 
 struct Config {

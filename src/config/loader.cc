@@ -21,7 +21,56 @@ std::string Lower(std::string s) {
 const std::vector<std::string> kProcessorTypes = {"llm", "batch_api", "image_gen", "custom"};
 
 // ---- processors --------------------------------------------------------------------------------------------------
+void ReadEndpoint(MapReader& r, LlmProcessor* p) {
+  YAML::Node en = r.Get("endpoint");
+  if (!en.IsDefined() || en.IsNull()) return;
+  Diag* d = r.diag();
+  if (!en.IsMap()) {
+    d->Error(en, r.section() + ".endpoint: expected a map, got " + Describe(en));
+    return;
+  }
+  MapReader e(d, &r.env(), en, r.section() + ".endpoint");
+  EndpointConfig c;
+  if (!e.Has("base_url")) d->Error(en, r.section() + ".endpoint: missing required key 'base_url'");
+  if (e.String("base_url", &c.base_url) && c.base_url.rfind("http://", 0) != 0 && c.base_url.rfind("https://", 0) != 0)
+    d->Error(e.LocOf("base_url"), r.section() + ".endpoint.base_url must start with http:// or https://");
+  if (e.String("api_key_env", &c.api_key_env) && c.api_key_env.find_first_of(" $") != std::string::npos)
+    d->Error(e.LocOf("api_key_env"), r.section() + ".endpoint.api_key_env names an environment variable (the key "
+                                                    "itself never goes in the YAML)");
+  if (e.Has("api_key")) d->Error(e.LocOf("api_key"), r.section() + ".endpoint: put the key in an environment "
+                                                                    "variable and name it with api_key_env");
+  e.Get("api_key");
+  e.String("model", &c.model);
+  e.Literal("mode", {"chat", "completion"}, &c.mode);
+  if (e.OptInt("max_concurrency", &c.max_concurrency) && c.max_concurrency && *c.max_concurrency < 1)
+    d->Error(e.LocOf("max_concurrency"), r.section() + ".endpoint.max_concurrency must be >= 1");
+  if (e.Double("timeout_seconds", &c.timeout_seconds) && c.timeout_seconds <= 0)
+    d->Error(e.LocOf("timeout_seconds"), r.section() + ".endpoint.timeout_seconds must be > 0");
+  if (e.Int("max_retries", &c.max_retries) && c.max_retries < 0)
+    d->Error(e.LocOf("max_retries"), r.section() + ".endpoint.max_retries must be >= 0");
+  if (e.Double("down_timeout_seconds", &c.down_timeout_seconds) && c.down_timeout_seconds <= 0)
+    d->Error(e.LocOf("down_timeout_seconds"), r.section() + ".endpoint.down_timeout_seconds must be > 0");
+  e.Finish();
+  p->endpoint = c;
+}
+
 void ReadLlm(MapReader& r, const EnvLookup& env, LlmProcessor* p) {
+  r.Literal("backend", {"llama", "openai", "sglang", "vllm", "llama-server"}, &p->backend);
+  ReadEndpoint(r, p);
+  if (p->backend == "openai" && !p->endpoint)
+    r.diag()->Error(r.LocOf("backend"), r.section() + ": backend 'openai' needs an 'endpoint:' block with base_url");
+  YAML::Node sc = r.Get("server_command");
+  if (sc.IsDefined() && !sc.IsNull()) {
+    if (sc.IsScalar()) {
+      p->server_command = {ExpandEnvVars(sc.Scalar(), env)};
+    } else {
+      r.StringList("server_command", &p->server_command);  // re-reads the list with type checks
+    }
+  }
+  if (r.Double("server_startup_timeout_seconds", &p->server_startup_timeout_seconds) &&
+      p->server_startup_timeout_seconds <= 0)
+    r.diag()->Error(r.LocOf("server_startup_timeout_seconds"),
+                    r.section() + ".server_startup_timeout_seconds must be > 0");
   YAML::Node sa = r.Get("server_args");
   bool tp_set = false;
   if (sa.IsDefined() && !sa.IsNull()) {
@@ -406,6 +455,21 @@ void ReadExecution(Diag* d, const EnvLookup& env, const YAML::Node& node, Execut
   r.String("time_limit", &e->time_limit);
   if (r.Int("max_failed_rows", &e->max_failed_rows) && e->max_failed_rows < 0)
     d->Error(r.LocOf("max_failed_rows"), "max_failed_rows must be >= 0");
+  if (r.Int("local_workers", &e->local_workers) && e->local_workers < 1)
+    d->Error(r.LocOf("local_workers"), "local_workers must be >= 1");
+  if (r.Int("commit_every_rows", &e->commit_every_rows) && e->commit_every_rows < 1)
+    d->Error(r.LocOf("commit_every_rows"), "commit_every_rows must be >= 1");
+  if (r.Double("commit_interval_seconds", &e->commit_interval_seconds) && e->commit_interval_seconds <= 0)
+    d->Error(r.LocOf("commit_interval_seconds"), "commit_interval_seconds must be > 0");
+  if (r.Double("heartbeat_timeout_seconds", &e->heartbeat_timeout_seconds) && e->heartbeat_timeout_seconds <= 0)
+    d->Error(r.LocOf("heartbeat_timeout_seconds"), "heartbeat_timeout_seconds must be > 0");
+  r.OptString("partition", &e->partition);
+  r.OptString("qos", &e->qos);
+  r.OptString("mem", &e->mem);
+  if (r.OptInt("array_parallelism", &e->array_parallelism) && e->array_parallelism && *e->array_parallelism < 1)
+    d->Error(r.LocOf("array_parallelism"), "array_parallelism must be >= 1");
+  r.StringList("extra_sbatch_args", &e->extra_sbatch_args);
+  r.OptString("mmirage_bin", &e->mmirage_bin);
   if (e->mode == "slurm" && (!e->account || Trim(*e->account).empty()))
     d->Error(r.LocOf("mode"), "account is required when mode='slurm'");
   r.Finish();

@@ -85,6 +85,10 @@ Status CheckRunnable(const config::Config& config) {
                                      "check its prompts)");
     }
     const config::Processor* p = config.FindProcessor(o.type);
+    if (p != nullptr && p->llm.backend != "llama") {
+      return Status::InvalidArgument(p->loc.ToString() + ": backend '" + p->llm.backend +
+                                     "' is not available in this build yet (use backend: llama)");
+    }
     if (p != nullptr && process::IsHfModelRef(p->llm.model_path)) {
       Status ref = process::ParseHfModelRef(p->llm.model_path).status();  // well-formed; downloaded at load
       if (!ref.ok()) return ref.WithContext(p->loc.ToString() + ": server_args.model_path");
