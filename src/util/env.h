@@ -70,6 +70,14 @@ class Env {
   virtual std::string AbsolutePath(const std::string& path) = 0;
   virtual Result<std::string> RealPath(const std::string& path) = 0;
 
+  // Exclusive advisory lock on `path` (created if missing), held until UnlockFile or process exit — so a
+  // process killed with -9 never leaves a stale lock. kUnavailable if another process holds it.
+  class FileLock {
+   public:
+    virtual ~FileLock() = default;
+  };
+  virtual Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
+
   virtual uint64_t NowMicros() = 0;          // wall clock, microseconds since the epoch
   virtual uint64_t MonotonicMicros() = 0;
   virtual void SleepMicros(uint64_t micros) = 0;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -94,8 +95,31 @@ class PosixSequentialFile final : public SequentialFile {
   int fd_;
 };
 
+class PosixFileLock final : public Env::FileLock {
+ public:
+  explicit PosixFileLock(int fd) : fd_(fd) {}
+  ~PosixFileLock() override {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+
+ private:
+  int fd_;
+};
+
 class PosixEnv final : public Env {
  public:
+  Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return PosixError(path, errno);
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
+      ::close(fd);
+      if (err == EWOULDBLOCK) return Status::Unavailable(path + ": locked by another process");
+      return PosixError(path, err);
+    }
+    return std::unique_ptr<FileLock>(new PosixFileLock(fd));
+  }
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path, bool append) override {
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
     int fd = ::open(path.c_str(), flags, 0644);
