@@ -6,9 +6,11 @@
 
 #include "cli/common.h"
 #include "cli/merge_common.h"
+#include "cli/slurm_cli.h"
 #include "pipeline/shard_runner.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/signals.h"
 
 namespace mmirage::cli {
 namespace {
@@ -31,11 +33,7 @@ int Run(const RunOptions& o) {
   if (!ApplyLogLevel(o.common)) return kExitUsage;
   auto config = LoadConfigOrReport(o.common.config_path, o.shard_id);
   if (!config) return kExitFailure;
-  if (config->execution.mode == "slurm" && !o.shard_id) {
-    std::cerr << "error: execution_params.mode: slurm is not available in this build yet; run one shard with "
-                 "--shard-id N\n";
-    return kExitFailure;
-  }
+  if (config->execution.mode == "slurm" && !o.shard_id) return RunSlurm(*config, o.force_retry, o.stats);
   Env* env = Env::Default();
   pipeline::ShardRunOptions ro;
   ro.env = env;
@@ -43,10 +41,11 @@ int Run(const RunOptions& o) {
   ro.shard_id = config->loading.shard_id;
   ro.slurm_job_id = GetEnvVar("SLURM_JOB_ID");
   ro.slurm_array_task_id = GetEnvVar("SLURM_ARRAY_TASK_ID");
+  InstallStopSignalHandlers();
   auto report = pipeline::RunShard(ro);
   if (!report.ok()) {
     LOG_ERROR("Shard " << ro.shard_id << " failed: " << report.status().message());
-    return kExitFailure;
+    return StopRequested() ? 128 + StopSignal() : kExitFailure;
   }
   if (config->execution.merge && !o.shard_id) {
     LOG_INFO("Execution_params.merge is true; merging shard outputs");

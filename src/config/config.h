@@ -239,6 +239,7 @@ struct ExecutionParams {
 
 struct Config {
   std::string path;                    // absolute path of the YAML file
+  uint64_t fingerprint = 0;            // hash of the YAML text: partial outputs of another config are not resumed
   std::vector<Processor> processors;   // YAML order
   LoadingParams loading;
   ProcessingParams processing;

@@ -496,6 +496,8 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   }
   Config c;
   c.path = name;
+  c.fingerprint = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char ch : yaml) c.fingerprint = (c.fingerprint ^ ch) * 1099511628211ull;
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);  // empty file = empty map
   if (!root.IsMap()) return Status::InvalidArgument(diag.LocOf(root).ToString() + ": the config must be a YAML map");
   MapReader top(&diag, &env, root, "");

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "data/json.h"
+#include "util/signals.h"
 
 namespace mmirage::pipeline {
 namespace {
@@ -72,7 +73,7 @@ Status RunRowBatches(RowStream* stream, const RowTransform& transform, const Row
       b.seq = seq;
       RawRow raw;
       Status s;
-      while (b.rows.size() < options.batch_rows) {
+      while (b.rows.size() < options.batch_rows && !StopRequested()) {
         auto more = stream->Next(&raw);
         if (!more.ok()) {
           s = more.status();

@@ -1,7 +1,14 @@
 #include "pipeline/shard_runner.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "data/dataset.h"
 #include "data/json.h"
@@ -13,6 +20,7 @@
 #include "state/shard_state.h"
 #include "stats/shard_stats.h"
 #include "util/log.h"
+#include "util/signals.h"
 
 namespace mmirage::pipeline {
 namespace {
@@ -40,28 +48,122 @@ Result<DatasetPlan> PlanDataset(Env* env, const config::DatasetConfig& dc, int64
   return plan;
 }
 
-// Streams one dataset's shard through the row stages into `writer`. Returns a fatal error only.
+// Live counters of the running shard, read by the progress thread.
+struct Progress {
+  std::atomic<int64_t> rows_done{0};
+  std::atomic<int64_t> rows_failed{0};
+  std::atomic<int64_t> rows_total{-1};  // -1: unknown (a single-shard run does not count rows first)
+};
+
+// Streams one dataset's shard through the row stages into `writer`, committing every `commit_every_rows` rows or
+// `commit_interval_seconds`. Parts resume where the writer's journal says. Returns a fatal error only
+// (kUnavailable "interrupted" after a stop request: what is committed stays resumable).
 Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan& plan,
-                      process::OutputGenerator* generator, ShardWriter* writer, StreamTotals* totals) {
+                      process::OutputGenerator* generator, ShardWriter* writer, StreamTotals* totals,
+                      Progress* progress) {
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
+  const auto& ex = config.execution;
+  uint64_t last_commit_us = env->MonotonicMicros();
+  int64_t uncommitted = 0;
   for (size_t p = 0; p < plan.parts.size(); ++p) {
-    RowStream stream(env, plan.parts[p], plan.ranges[p]);
+    RowRange range = plan.ranges[p];
+    range.begin = std::min(range.end, range.begin + writer->resume_rows(p));
+    RowStream stream(env, plan.parts[p], range);
     auto sink = [&](ProcessedBatch& batch) -> Status {
       MMIRAGE_TRY(writer->AddSerialized(p, batch.lines, batch.rows));
       for (const auto& f : batch.failures) MMIRAGE_TRY(writer->AddError(p, f.row_index, f.source, f.error));
+      uint64_t handled = static_cast<uint64_t>(batch.rows) + batch.failures.size();
+      writer->Advance(p, handled);
+      progress->rows_done += static_cast<int64_t>(handled);
+      progress->rows_failed += static_cast<int64_t>(batch.failures.size());
+      uncommitted += static_cast<int64_t>(handled);
+      uint64_t now = env->MonotonicMicros();
+      if (uncommitted >= ex.commit_every_rows ||
+          static_cast<double>(now - last_commit_us) >= ex.commit_interval_seconds * 1e6) {
+        MMIRAGE_TRY(writer->Commit());
+        uncommitted = 0;
+        last_commit_us = now;
+      }
       return Status::OK();
     };
     if (generator == nullptr) {
       MMIRAGE_TRY(RunRowBatches(&stream, transform, RowBatchOptions{}, sink));
+      if (StopRequested()) return Status::Unavailable("interrupted");
     } else {
       // The window bounds rows in flight; batch_size only widens it (it never synchronises).
       StreamOptions so;
       so.window = std::max<size_t>(static_cast<size_t>(config.loading.batch_size),
                                    static_cast<size_t>(4 * generator->Capacity()));
+      so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
       MMIRAGE_TRY(RunStreaming(&stream, transform, generator, so, sink, totals));
     }
   }
   return Status::OK();
+}
+
+// Writes `<state_dir>/shard_<id>/progress.json` every second while the shard runs (for `check` and SLURM logs),
+// and a plain progress line to the log every `log_every` seconds.
+class ProgressReporter {
+ public:
+  ProgressReporter(Env* env, std::string path, const Progress* progress, int64_t shard_id)
+      : env_(env), path_(std::move(path)), progress_(progress), shard_id_(shard_id),
+        start_us_(env->MonotonicMicros()), thread_([this] { Loop(); }) {}
+  ~ProgressReporter() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Loop() {
+    int tick = 0;
+    std::unique_lock<std::mutex> l(mu_);
+    while (!cv_.wait_for(l, std::chrono::seconds(1), [&] { return stop_; })) {
+      Value v = Snapshot();
+      (void)WriteFileAtomically(env_, path_, ToJson(v) + "\n");
+      if (++tick % 10 == 0) {
+        LOG_INFO("shard " << shard_id_ << ": " << v.Find("rows_done")->as_int() << " rows"
+                          << (progress_->rows_total >= 0 ? "/" + std::to_string(progress_->rows_total.load()) : "")
+                          << ", " << v.Find("rows_failed")->as_int() << " failed, "
+                          << FormatDouble(v.Find("rows_per_sec")->as_double()) << " rows/s");
+      }
+    }
+  }
+  Value Snapshot() const {
+    double secs = static_cast<double>(env_->MonotonicMicros() - start_us_) / 1e6;
+    Value v = Value::EmptyObject();
+    int64_t done = progress_->rows_done;
+    v.Set("rows_done", done);
+    v.Set("rows_total", progress_->rows_total >= 0 ? Value(progress_->rows_total.load()) : Value());
+    v.Set("rows_failed", progress_->rows_failed.load());
+    v.Set("rows_per_sec", secs > 0 ? RoundTo(static_cast<double>(done) / secs, 2) : 0.0);
+    v.Set("updated_at", LocalIsoTime(env_->NowMicros()));
+    v.Set("pid", static_cast<int64_t>(env_->Pid()));
+    return v;
+  }
+
+  Env* env_;
+  std::string path_;
+  const Progress* progress_;
+  int64_t shard_id_;
+  uint64_t start_us_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Identifies (config, dataset, shard layout): a partial or published output of another identity is redone.
+uint64_t DatasetFingerprint(const config::Config& config, size_t dataset_index, int64_t shard_id) {
+  uint64_t h = config.fingerprint;
+  for (uint64_t x : {static_cast<uint64_t>(dataset_index), static_cast<uint64_t>(shard_id),
+                     static_cast<uint64_t>(config.loading.num_shards)}) {
+    h = (h ^ x) * 1099511628211ull;
+  }
+  return h;
 }
 
 Value DatasetsInfo(const config::Config& config) {
@@ -139,15 +241,55 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   StreamTotals totals;
 
   std::vector<std::string> error_files;
-  for (const auto& dc : config.loading.datasets) {
+  Progress progress;
+  int64_t known_total = 0;
+  bool total_known = config.loading.num_shards > 1;
+  std::unique_ptr<ProgressReporter> reporter(
+      new ProgressReporter(env, JoinPath(state.dir(), "progress.json"), &progress, opt.shard_id));
+  for (size_t d = 0; d < config.loading.datasets.size(); ++d) {
+    const config::DatasetConfig& dc = config.loading.datasets[d];
+    uint64_t fingerprint = DatasetFingerprint(config, d, opt.shard_id);
+    // Published by an earlier attempt of this same config and shard, with no failed row: nothing to redo.
+    if (auto done = ReadCompletedShard(env, dc.output_dir, opt.shard_id);
+        done && done->fingerprint == fingerprint && done->rows_failed == 0) {
+      LOG_INFO("dataset " << dc.output_dir << ": shard " << opt.shard_id << " already complete ("
+                          << done->rows_written << " rows); kept");
+      report.rows_written += done->rows_written;
+      progress.rows_done += done->rows_written;
+      report.output_dirs.push_back(JoinPath(dc.output_dir, "shard_" + std::to_string(opt.shard_id)));
+      continue;
+    }
     auto plan = PlanDataset(env, dc, config.loading.num_shards, opt.shard_id);
     if (!plan.ok()) return fail(plan.status());
+    if (total_known) {
+      for (const auto& r : plan->ranges) known_total += static_cast<int64_t>(r.size());
+      progress.rows_total = known_total;
+    }
     std::vector<std::string> splits;
     for (const auto& part : plan->parts) splits.push_back(part.split);
-    auto writer = ShardWriter::Open(env, dc.output_dir, opt.shard_id, splits);
+    ShardWriterOptions wo{dc.output_dir, opt.shard_id, splits, fingerprint};
+    auto writer = ShardWriter::Open(env, wo);
     if (!writer.ok()) return fail(writer.status().WithContext("cannot open the shard output"));
-    Status s = ProcessDataset(env, config, *plan, generator.get(), writer->get(), &totals);
+    if ((*writer)->resumed()) {
+      uint64_t rows = 0;
+      for (size_t i = 0; i < splits.size(); ++i) rows += (*writer)->resume_rows(i);
+      LOG_INFO("dataset " << dc.output_dir << ": resuming shard " << opt.shard_id << " after " << rows
+                          << " committed rows");
+      progress.rows_done += static_cast<int64_t>(rows);
+      progress.rows_failed += (*writer)->rows_failed();
+    }
+    Status s = ProcessDataset(env, config, *plan, generator.get(), writer->get(), &totals, &progress);
     if (!s.ok()) {
+      // Keep what is committed: the next attempt resumes from there.
+      if (s.IsUnavailable() && StopRequested()) {
+        Status c = (*writer)->Commit();
+        (*writer)->Abandon();
+        reporter.reset();
+        std::string why = std::string("interrupted by ") + (StopSignal() == SIGINT ? "SIGINT" : "SIGTERM") +
+                          " after " + std::to_string(progress.rows_done.load()) + " rows (resumable)";
+        if (!c.ok()) why += "; last commit failed: " + c.message();
+        return fail(Status::Unavailable(why));
+      }
       (*writer)->Abandon();
       return fail(s);
     }
@@ -159,6 +301,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     report.output_dirs.push_back((*writer)->final_dir());
     if (failed > 0) error_files.push_back(JoinPath((*writer)->final_dir(), "errors.jsonl"));
   }
+  reporter.reset();
 
   if (report.rows_failed > config.execution.max_failed_rows) {
     std::string where;

@@ -1,73 +1,132 @@
 #include "pipeline/shard_writer.h"
 
-#include <random>
+#include <cstdio>
 
 #include "data/json.h"
 
 namespace mmirage::pipeline {
 namespace {
 
-std::string RandomHex32() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static const char kHex[] = "0123456789abcdef";
-  std::string s;
-  for (int i = 0; i < 2; ++i) {
-    uint64_t x = rng();
-    for (int j = 0; j < 16; ++j) s.push_back(kHex[(x >> (4 * j)) & 15]);
-  }
-  return s;
+constexpr const char* kJournal = "journal.json";
+constexpr const char* kRecord = "_mmirage.json";
+
+std::string Hex(uint64_t x) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(x));
+  return buf;
 }
+
+int64_t GetInt(const Value& v, const char* key) {
+  const Value* x = v.Find(key);
+  return x != nullptr && x->is_int() ? x->as_int() : -1;
+}
+
+bool IsSplitMap(const std::vector<std::string>& splits) { return !(splits.size() == 1 && splits[0].empty()); }
 
 }  // namespace
 
-Result<std::unique_ptr<ShardWriter>> ShardWriter::Open(Env* env, const std::string& output_dir, int64_t shard_id,
-                                                       const std::vector<std::string>& splits) {
-  std::string final_dir = JoinPath(output_dir, "shard_" + std::to_string(shard_id));
-  std::string tmp = final_dir + ".tmp." + env->Hostname() + "." + std::to_string(env->Pid()) + "." + RandomHex32();
-  MMIRAGE_TRY(env->CreateDirs(output_dir));
-  MMIRAGE_TRY(env->RemoveAll(tmp));
-  MMIRAGE_TRY(env->CreateDirs(tmp));
-  std::unique_ptr<ShardWriter> w(new ShardWriter(env, final_dir, tmp));
-  w->splits_ = splits;
-  bool split_map = !(splits.size() == 1 && splits[0].empty());
-  for (const auto& s : splits) {
-    std::string dir = split_map ? JoinPath(tmp, s) : tmp;
-    if (split_map) MMIRAGE_TRY(env->CreateDirs(dir));
-    MMIRAGE_ASSIGN_OR_RETURN(auto f, env->NewWritableFile(JoinPath(dir, "data.jsonl")));
-    w->files_.push_back(std::move(f));
-  }
-  if (split_map) {
-    Value names = Value::EmptyArray();
-    for (const auto& s : splits) names.Push(s);
-    Value dd = Value::EmptyObject();
-    dd.Set("splits", names);
-    MMIRAGE_TRY(WriteFileAtomically(env, JoinPath(tmp, "dataset_dict.json"), ToJson(dd) + "\n"));
-  }
-  MMIRAGE_ASSIGN_OR_RETURN(w->errors_, env->NewWritableFile(JoinPath(tmp, "errors.jsonl")));
-  return w;
+std::optional<CompletedShard> ReadCompletedShard(Env* env, const std::string& output_dir, int64_t shard_id) {
+  auto text = env->ReadFileToString(JoinPath(JoinPath(output_dir, "shard_" + std::to_string(shard_id)), kRecord));
+  if (!text.ok()) return std::nullopt;
+  auto v = ParseJson(*text);
+  if (!v.ok() || !v->is_object()) return std::nullopt;
+  const Value* fp = v->Find("fingerprint");
+  if (fp == nullptr || !fp->is_string()) return std::nullopt;
+  CompletedShard c;
+  c.fingerprint = std::strtoull(fp->as_string().c_str(), nullptr, 16);
+  c.rows_written = GetInt(*v, "rows_written");
+  c.rows_failed = GetInt(*v, "rows_failed");
+  if (c.rows_written < 0 || c.rows_failed < 0) return std::nullopt;
+  return c;
 }
 
-ShardWriter::ShardWriter(Env* env, std::string final_dir, std::string tmp_dir)
-    : env_(env), final_dir_(std::move(final_dir)), tmp_dir_(std::move(tmp_dir)) {}
+ShardWriter::ShardWriter(Env* env, const ShardWriterOptions& options)
+    : env_(env),
+      options_(options),
+      final_dir_(JoinPath(options.output_dir, "shard_" + std::to_string(options.shard_id))),
+      work_dir_(final_dir_ + ".tmp.partial") {}
 
 ShardWriter::~ShardWriter() {
   if (!closed_) Abandon();
 }
 
-Status ShardWriter::Add(size_t split_index, const Value& row) {
-  if (!status_.ok()) return status_;
-  line_.clear();
-  AppendJson(row, &line_);
-  line_.push_back('\n');
-  status_ = files_[split_index]->Append(line_);
-  if (status_.ok()) ++rows_written_;
-  return status_;
+Result<std::unique_ptr<ShardWriter>> ShardWriter::Open(Env* env, const ShardWriterOptions& options) {
+  std::unique_ptr<ShardWriter> w(new ShardWriter(env, options));
+  MMIRAGE_TRY(env->CreateDirs(options.output_dir));
+  auto lock = env->LockFile(JoinPath(options.output_dir, ".shard_" + std::to_string(options.shard_id) + ".lock"));
+  if (!lock.ok()) {
+    return lock.status().WithContext("shard " + std::to_string(options.shard_id) +
+                                     " is being written by another process");
+  }
+  w->lock_ = std::move(*lock);
+  MMIRAGE_TRY(w->Start());
+  return w;
+}
+
+// Resumes the work directory when its journal matches, else starts it afresh.
+Status ShardWriter::Start() {
+  const bool split_map = IsSplitMap(options_.splits);
+  for (const auto& s : options_.splits) {
+    Split sp;
+    sp.name = s;
+    sp.dir = split_map ? JoinPath(work_dir_, s) : work_dir_;
+    splits_.push_back(std::move(sp));
+  }
+  auto journal_text = env_->ReadFileToString(JoinPath(work_dir_, kJournal));
+  std::optional<Value> journal;
+  if (journal_text.ok()) {
+    auto v = ParseJson(*journal_text);
+    const Value* fp = v.ok() ? v->Find("fingerprint") : nullptr;
+    const Value* sp = v.ok() ? v->Find("splits") : nullptr;
+    if (fp && fp->is_string() && fp->as_string() == Hex(options_.fingerprint) && sp && sp->is_array() &&
+        sp->size() == splits_.size()) {
+      journal = *v;
+    }
+  }
+  if (journal) {
+    // Truncate every file to its committed size: bytes written after the last commit are not trusted.
+    for (size_t i = 0; i < splits_.size(); ++i) {
+      const Value& js = journal->Find("splits")->as_array()[i];
+      Split& s = splits_[i];
+      s.rows_done = static_cast<uint64_t>(GetInt(js, "rows_done"));
+      s.data_bytes = static_cast<uint64_t>(GetInt(js, "data_bytes"));
+      s.rows_written = GetInt(js, "rows_written");
+      rows_written_ += s.rows_written;
+      MMIRAGE_TRY(env_->TruncateFile(JoinPath(s.dir, "data.jsonl"), s.data_bytes));
+    }
+    errors_bytes_ = static_cast<uint64_t>(GetInt(*journal, "errors_bytes"));
+    rows_failed_ = GetInt(*journal, "rows_failed");
+    MMIRAGE_TRY(env_->TruncateFile(JoinPath(work_dir_, "errors.jsonl"), errors_bytes_));
+    resumed_ = true;
+  } else {
+    MMIRAGE_TRY(env_->RemoveAll(work_dir_));
+    MMIRAGE_TRY(env_->CreateDirs(work_dir_));
+    for (const auto& s : splits_) MMIRAGE_TRY(env_->CreateDirs(s.dir));
+    if (split_map) {
+      Value names = Value::EmptyArray();
+      for (const auto& s : splits_) names.Push(s.name);
+      Value dd = Value::EmptyObject();
+      dd.Set("splits", names);
+      MMIRAGE_TRY(WriteFileAtomically(env_, JoinPath(work_dir_, "dataset_dict.json"), ToJson(dd) + "\n"));
+    }
+  }
+  for (auto& s : splits_) {
+    MMIRAGE_ASSIGN_OR_RETURN(s.file, env_->NewWritableFile(JoinPath(s.dir, "data.jsonl"), /*append=*/resumed_));
+  }
+  MMIRAGE_ASSIGN_OR_RETURN(errors_, env_->NewWritableFile(JoinPath(work_dir_, "errors.jsonl"), resumed_));
+  if (!resumed_) MMIRAGE_TRY(WriteJournal());  // a fresh work dir is resumable (from row 0) at once
+  return Status::OK();
 }
 
 Status ShardWriter::AddSerialized(size_t split_index, std::string_view lines, int64_t rows) {
   if (!status_.ok()) return status_;
-  status_ = files_[split_index]->Append(lines);
-  if (status_.ok()) rows_written_ += rows;
+  Split& s = splits_[split_index];
+  status_ = s.file->Append(lines);
+  if (status_.ok()) {
+    s.data_bytes += lines.size();
+    s.rows_written += rows;
+    rows_written_ += rows;
+  }
   return status_;
 }
 
@@ -76,62 +135,110 @@ Status ShardWriter::AddError(size_t split_index, uint64_t row_index, const std::
   if (!status_.ok()) return status_;
   Value e = Value::EmptyObject();
   e.Set("row_index", static_cast<int64_t>(row_index));
-  if (!splits_[split_index].empty()) e.Set("split", splits_[split_index]);
+  if (!splits_[split_index].name.empty()) e.Set("split", splits_[split_index].name);
   e.Set("source", source);
   e.Set("stage", StageName(error.stage));
   e.Set("message", error.message);
-  status_ = errors_->Append(ToJson(e) + "\n");
-  if (status_.ok()) ++rows_failed_;
+  line_.clear();
+  AppendJson(e, &line_);
+  line_.push_back('\n');
+  status_ = errors_->Append(line_);
+  if (status_.ok()) {
+    errors_bytes_ += line_.size();
+    ++rows_failed_;
+  }
+  return status_;
+}
+
+Status ShardWriter::WriteJournal() {
+  Value splits = Value::EmptyArray();
+  for (const auto& s : splits_) {
+    Value js = Value::EmptyObject();
+    js.Set("name", s.name);
+    js.Set("rows_done", static_cast<int64_t>(s.rows_done));
+    js.Set("data_bytes", static_cast<int64_t>(s.data_bytes));
+    js.Set("rows_written", s.rows_written);
+    splits.Push(js);
+  }
+  Value j = Value::EmptyObject();
+  j.Set("fingerprint", Hex(options_.fingerprint));
+  j.Set("splits", splits);
+  j.Set("errors_bytes", static_cast<int64_t>(errors_bytes_));
+  j.Set("rows_failed", rows_failed_);
+  return WriteFileAtomically(env_, JoinPath(work_dir_, kJournal), ToJson(j) + "\n");
+}
+
+Status ShardWriter::Commit() {
+  if (!status_.ok()) return status_;
+  // Data first, journal last: the journal never points past bytes that are not on disk.
+  for (auto& s : splits_) {
+    status_ = s.file->Sync();
+    if (!status_.ok()) return status_;
+  }
+  status_ = errors_->Sync();
+  if (status_.ok()) status_ = WriteJournal();
   return status_;
 }
 
 Status ShardWriter::Finish() {
-  if (!status_.ok()) {
-    Abandon();
-    return status_;
+  if (status_.ok()) status_ = Commit();
+  for (auto& s : splits_) {
+    if (status_.ok()) status_ = s.file->Close();
   }
-  for (auto& f : files_) {
-    if (status_.ok()) status_ = f->Sync();
-    if (status_.ok()) status_ = f->Close();
-  }
-  if (status_.ok()) status_ = errors_->Sync();
   if (status_.ok()) status_ = errors_->Close();
-  bool split_map = !(splits_.size() == 1 && splits_[0].empty());
-  if (split_map) {
-    for (const auto& s : splits_) {
-      if (status_.ok()) status_ = env_->SyncDir(JoinPath(tmp_dir_, s));
-    }
+  if (status_.ok()) {
+    Value rec = Value::EmptyObject();
+    rec.Set("fingerprint", Hex(options_.fingerprint));
+    rec.Set("rows_written", rows_written_);
+    rec.Set("rows_failed", rows_failed_);
+    status_ = WriteFileAtomically(env_, JoinPath(work_dir_, kRecord), ToJson(rec) + "\n");
   }
-  if (status_.ok()) status_ = env_->SyncDir(tmp_dir_);
+  if (status_.ok()) status_ = env_->RemoveFile(JoinPath(work_dir_, kJournal));
+  if (status_.ok()) {
+    for (const auto& s : splits_)
+      if (status_.ok() && s.dir != work_dir_) status_ = env_->SyncDir(s.dir);
+  }
+  if (status_.ok()) status_ = env_->SyncDir(work_dir_);
   if (status_.ok()) {
     if (env_->FileExists(final_dir_)) {
-      Status ex = env_->ExchangeFiles(tmp_dir_, final_dir_);
+      Status ex = env_->ExchangeFiles(work_dir_, final_dir_);
       if (ex.ok()) {
-        status_ = env_->RemoveAll(tmp_dir_);  // now holds the previous content
+        status_ = env_->RemoveAll(work_dir_);  // now holds the previous content
       } else if (ex.IsUnavailable()) {
         // No atomic exchange on this file system: move the old one aside first (brief window without a shard).
-        std::string old = tmp_dir_ + ".old";
+        std::string old = work_dir_ + ".old";
         status_ = env_->RenameFile(final_dir_, old);
-        if (status_.ok()) status_ = env_->RenameFile(tmp_dir_, final_dir_);
+        if (status_.ok()) status_ = env_->RenameFile(work_dir_, final_dir_);
         if (status_.ok()) status_ = env_->RemoveAll(old);
       } else {
         status_ = ex;
       }
     } else {
-      status_ = env_->RenameFile(tmp_dir_, final_dir_);
+      status_ = env_->RenameFile(work_dir_, final_dir_);
     }
   }
   if (status_.ok()) status_ = env_->SyncDir(Dirname(final_dir_));
+  splits_.clear();
+  errors_.reset();
   closed_ = true;
-  if (!status_.ok()) (void)env_->RemoveAll(tmp_dir_);
+  lock_.reset();
   return status_;
 }
 
 void ShardWriter::Abandon() {
-  files_.clear();
+  // Unsynced bytes past the last commit are dropped at the next Open (the journal decides).
+  splits_.clear();
   errors_.reset();
-  (void)env_->RemoveAll(tmp_dir_);
   closed_ = true;
+  lock_.reset();
+}
+
+void ShardWriter::Discard() {
+  splits_.clear();
+  errors_.reset();
+  (void)env_->RemoveAll(work_dir_);
+  closed_ = true;
+  lock_.reset();
 }
 
 }  // namespace mmirage::pipeline

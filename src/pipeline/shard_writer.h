@@ -1,15 +1,20 @@
-// ShardWriter: writes one dataset's output for one shard and publishes it atomically (model: LevelDB's
-// TableBuilder — sticky status, ends in Finish() or Abandon()).
+// ShardWriter: writes one dataset's output for one shard, durably and resumably, and publishes it atomically
+// (model: LevelDB's TableBuilder — sticky status, ends in Finish(), Abandon() or Discard()).
 //
-// Layout while writing: `<output_dir>/shard_<id>.tmp.<host>.<pid>.<hex>/` holding `data.jsonl` (or
-// `<split>/data.jsonl` per split, plus `dataset_dict.json`) and `errors.jsonl`. Finish() syncs every file and the
-// directory, then swaps it into `<output_dir>/shard_<id>` with one atomic exchange (renameat2), so a reader sees
-// the old complete shard or the new complete shard, never a partial one; the old content is then removed.
-// Readers (merge) ignore `*.tmp.*` directories. Not thread-safe: one writer thread.
+// Work directory: `<output_dir>/shard_<id>.tmp.partial/` with `data.jsonl` (or `<split>/data.jsonl` per split, plus
+// `dataset_dict.json`), `errors.jsonl` and `journal.json`. Commit() fsyncs the files and then replaces the journal
+// (counts and byte offsets of everything committed). Open() on a work directory whose journal has the same
+// fingerprint truncates the files to the committed offsets and resumes: resume_rows() tells the caller how many
+// input rows of each split are already handled (written or recorded as failed), so a crash — kill -9 included —
+// loses at most the rows since the last commit. Finish() commits, writes `_mmirage.json` (fingerprint, counts) and
+// swaps the directory into `<output_dir>/shard_<id>` with one atomic exchange (renameat2), so a reader sees the old
+// complete shard or the new complete shard, never a partial one. An exclusive lock (`.shard_<id>.lock`, hidden) keeps two
+// processes off the same shard. Readers (merge) ignore `*.tmp.*`. Not thread-safe: one writer thread.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,26 +25,50 @@
 
 namespace mmirage::pipeline {
 
+struct ShardWriterOptions {
+  std::string output_dir;
+  int64_t shard_id = 0;
+  std::vector<std::string> splits;  // split names ("" alone for a single table)
+  uint64_t fingerprint = 0;         // identifies config + shard: a journal of another fingerprint is discarded
+};
+
+// A published shard output and what it holds (from its `_mmirage.json`).
+struct CompletedShard {
+  uint64_t fingerprint = 0;
+  int64_t rows_written = 0;
+  int64_t rows_failed = 0;
+};
+
+// The published `<output_dir>/shard_<id>`'s record, or nullopt when there is none (or it predates this format).
+std::optional<CompletedShard> ReadCompletedShard(Env* env, const std::string& output_dir, int64_t shard_id);
+
 class ShardWriter {
  public:
-  // `splits`: the split names of the dataset ("" alone for a single table).
-  static Result<std::unique_ptr<ShardWriter>> Open(Env* env, const std::string& output_dir, int64_t shard_id,
-                                                   const std::vector<std::string>& splits);
-  ~ShardWriter();  // abandons when neither Finish nor Abandon was called
+  // Errors: kUnavailable when another process holds the shard's lock; I/O errors.
+  static Result<std::unique_ptr<ShardWriter>> Open(Env* env, const ShardWriterOptions& options);
+  ~ShardWriter();  // like Abandon() when neither Finish, Abandon nor Discard was called
   ShardWriter(const ShardWriter&) = delete;
   ShardWriter& operator=(const ShardWriter&) = delete;
 
-  // Appends one output row (compact JSON line) to the split's file. REQUIRES: split was given to Open.
-  Status Add(size_t split_index, const Value& row);
-  // Appends `rows` already-serialised rows (one JSON object per line, each ending in '\n').
+  bool resumed() const { return resumed_; }
+  // Input rows of split `i` handled by earlier attempts (0 when starting fresh).
+  uint64_t resume_rows(size_t split_index) const { return splits_[split_index].rows_done; }
+
+  // Appends `rows` serialised rows (one JSON object per line, each ending in '\n') to the split's file.
   Status AddSerialized(size_t split_index, std::string_view lines, int64_t rows);
   // Appends one failed row to errors.jsonl: {"row_index", "split", "source", "stage", "message"}.
   Status AddError(size_t split_index, uint64_t row_index, const std::string& source, const RowError& error);
+  // Records that `rows` more input rows of the split were handled (what Commit makes durable).
+  void Advance(size_t split_index, uint64_t rows) { splits_[split_index].rows_done += rows; }
+  // Makes everything added so far durable and resumable.
+  Status Commit();
 
-  // Sync, publish atomically. After Finish the writer is closed.
+  // Commit, then publish atomically. After Finish the writer is closed.
   Status Finish();
-  // Removes the temporary directory.
+  // Closes without publishing; the work directory stays so that the next attempt resumes from the last commit.
   void Abandon();
+  // Closes and removes the work directory.
+  void Discard();
 
   int64_t rows_written() const { return rows_written_; }
   int64_t rows_failed() const { return rows_failed_; }
@@ -47,17 +76,30 @@ class ShardWriter {
   Status status() const { return status_; }
 
  private:
-  ShardWriter(Env* env, std::string final_dir, std::string tmp_dir);
+  struct Split {
+    std::string name;
+    std::string dir;                     // where its data.jsonl lives
+    std::unique_ptr<WritableFile> file;
+    uint64_t rows_done = 0;              // input rows handled
+    uint64_t data_bytes = 0;             // bytes appended to data.jsonl
+    int64_t rows_written = 0;
+  };
+  ShardWriter(Env* env, const ShardWriterOptions& options);
+  Status Start();
+  Status WriteJournal();
 
   Env* env_;
+  ShardWriterOptions options_;
   std::string final_dir_;
-  std::string tmp_dir_;
-  std::vector<std::string> splits_;
-  std::vector<std::unique_ptr<WritableFile>> files_;  // one per split
+  std::string work_dir_;
+  std::unique_ptr<Env::FileLock> lock_;
+  std::vector<Split> splits_;
   std::unique_ptr<WritableFile> errors_;
-  std::string line_;                                  // reused serialisation buffer
+  uint64_t errors_bytes_ = 0;
+  std::string line_;  // reused serialisation buffer
   int64_t rows_written_ = 0;
   int64_t rows_failed_ = 0;
+  bool resumed_ = false;
   bool closed_ = false;
   Status status_;
 };

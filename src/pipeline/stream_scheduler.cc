@@ -1,11 +1,14 @@
 #include "pipeline/stream_scheduler.h"
 
+#include <chrono>
 #include <condition_variable>
+#include <optional>
 #include <deque>
 #include <map>
 #include <mutex>
 
 #include "data/json.h"
+#include "util/signals.h"
 
 namespace mmirage::pipeline {
 namespace {
@@ -37,7 +40,13 @@ class Scheduler {
       : stream_(stream), transform_(transform), gen_(gen), options_(options), sink_(sink), totals_(totals) {}
 
   Status Run() {
+    std::optional<std::chrono::steady_clock::time_point> stop_deadline;
     while (true) {
+      if (!stop_deadline && StopRequested()) {
+        exhausted_ = true;  // read no more rows
+        stop_deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(options_.stop_grace_seconds * 1000));
+      }
       MMIRAGE_TRY(Admit());
       MMIRAGE_TRY(Flush(false));
       if (active_.empty()) {
@@ -47,12 +56,22 @@ class Scheduler {
       std::deque<Event> events;
       {
         std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return !events_.empty(); });
+        auto ready = [&] { return !events_.empty(); };
+        if (stop_deadline) {
+          if (!cv_.wait_until(l, *stop_deadline, ready)) {
+            l.unlock();
+            MMIRAGE_TRY(Flush(true));  // the finished prefix only: rows still in flight are abandoned
+            return Status::Unavailable("interrupted");
+          }
+        } else {
+          cv_.wait_for(l, std::chrono::milliseconds(200), ready);  // wakes up to notice a stop request
+        }
         events.swap(events_);
       }
       for (auto& e : events) OnGenerated(e.seq, std::move(e.result));
     }
-    return Flush(true);
+    MMIRAGE_TRY(Flush(true));
+    return stop_deadline ? Status::Unavailable("interrupted") : Status::OK();
   }
 
   // Waits for every generation still in flight (after a fatal error) so no callback outlives us.
@@ -204,7 +223,10 @@ Status RunStreaming(RowStream* stream, const RowTransform& transform, process::O
                     StreamTotals* totals) {
   Scheduler s(stream, transform, generator, options, sink, totals);
   Status st = s.Run();
-  if (!st.ok()) s.Drain();
+  if (!st.ok()) {
+    generator->Shutdown();  // pending generations end now (with errors nobody records)
+    s.Drain();
+  }
   return st;
 }
 

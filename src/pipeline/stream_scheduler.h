@@ -20,6 +20,7 @@ namespace mmirage::pipeline {
 struct StreamOptions {
   size_t window = 64;      // rows in flight (read but not yet handed to the sink)
   size_t flush_rows = 32;  // hand rows to the sink in groups of at most this many (sooner when the stream ends)
+  double stop_grace_seconds = 20;  // after a stop request: wait this long for rows in flight, then abandon them
 };
 
 struct StreamTotals {
@@ -30,6 +31,9 @@ struct StreamTotals {
 
 // Streams `stream` through extract → (render prompt → generate)* → render output. Row failures go to the
 // sink's batches as failures; returns only a fatal error (stream I/O, sink). *totals is accumulated.
+// On a stop request (util/signals.h) no new row is read; rows in flight get `stop_grace_seconds` to finish, the
+// finished prefix goes to the sink, the rest is abandoned (never recorded as failed), and the result is
+// kUnavailable "interrupted".
 Status RunStreaming(RowStream* stream, const RowTransform& transform, process::OutputGenerator* generator,
                     const StreamOptions& options, const std::function<Status(ProcessedBatch&)>& sink,
                     StreamTotals* totals);

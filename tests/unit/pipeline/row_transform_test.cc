@@ -119,30 +119,85 @@ TEST(RowBatchesTest, ASinkErrorStopsThePipeline) {
   EXPECT_EQ(calls, 3);
 }
 
+ShardWriterOptions Opts(const std::string& out, int64_t shard, std::vector<std::string> splits, uint64_t fp = 7) {
+  return ShardWriterOptions{out, shard, std::move(splits), fp};
+}
+
 TEST(ShardWriterTest, FinishReplacesThePreviousShardAtomically) {
   testing::TempDir d;
   Env* env = Env::Default();
   testing::WriteFile(d.Path("out/shard_0/data.jsonl"), "{\"old\":1}\n");
   testing::WriteFile(d.Path("out/shard_0/stale.txt"), "x");
-  auto w = ShardWriter::Open(env, d.Path("out"), 0, {""});
+  auto w = ShardWriter::Open(env, Opts(d.Path("out"), 0, {""}));
   ASSERT_TRUE(w.ok());
-  ASSERT_TRUE((*w)->Add(0, Json(R"({"new":1})")).ok());
+  ASSERT_TRUE((*w)->AddSerialized(0, "{\"new\":1}\n", 1).ok());
+  (*w)->Advance(0, 1);
   // Until Finish, the old shard is what readers see.
   EXPECT_EQ(testing::ReadFile(d.Path("out/shard_0/data.jsonl")), "{\"old\":1}\n");
   ASSERT_TRUE((*w)->Finish().ok());
   EXPECT_EQ(testing::ReadFile(d.Path("out/shard_0/data.jsonl")), "{\"new\":1}\n");
   EXPECT_FALSE(testing::Exists(d.Path("out/shard_0/stale.txt")));
   EXPECT_EQ(testing::RunCommand("ls '" + d.Path("out") + "'").out, "shard_0\n");
+  auto rec = ReadCompletedShard(env, d.Path("out"), 0);
+  ASSERT_TRUE(rec.has_value());
+  EXPECT_EQ(rec->fingerprint, 7u);
+  EXPECT_EQ(rec->rows_written, 1);
 }
 
-TEST(ShardWriterTest, AbandonLeavesNothingBehind) {
+TEST(ShardWriterTest, ResumeTruncatesToTheLastCommit) {
+  testing::TempDir d;
+  Env* env = Env::Default();
+  {
+    auto w = ShardWriter::Open(env, Opts(d.Path("out"), 2, {"train", "test"}));
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->AddSerialized(0, "{\"a\":0}\n{\"a\":1}\n", 2).ok());
+    ASSERT_TRUE((*w)->AddError(0, 2, "f:3", RowError{Stage::kRead, "bad"}).ok());
+    (*w)->Advance(0, 3);
+    ASSERT_TRUE((*w)->Commit().ok());
+    ASSERT_TRUE((*w)->AddSerialized(0, "{\"a\":3}\n", 1).ok());  // never committed: lost in the "crash"
+    ASSERT_TRUE((*w)->AddError(0, 4, "f:5", RowError{Stage::kRead, "lost"}).ok());
+    (*w)->Advance(0, 2);
+    // Crash: the writer goes away without Finish (its unsynced bytes may or may not be on disk).
+  }
+  auto w = ShardWriter::Open(env, Opts(d.Path("out"), 2, {"train", "test"}));
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE((*w)->resumed());
+  EXPECT_EQ((*w)->resume_rows(0), 3u);
+  EXPECT_EQ((*w)->resume_rows(1), 0u);
+  EXPECT_EQ((*w)->rows_written(), 2);
+  EXPECT_EQ((*w)->rows_failed(), 1);
+  ASSERT_TRUE((*w)->AddSerialized(0, "{\"a\":3}\n", 1).ok());
+  ASSERT_TRUE((*w)->AddSerialized(1, "{\"b\":0}\n", 1).ok());
+  ASSERT_TRUE((*w)->Finish().ok());
+  EXPECT_EQ(testing::ReadFile(d.Path("out/shard_2/train/data.jsonl")), "{\"a\":0}\n{\"a\":1}\n{\"a\":3}\n");
+  EXPECT_EQ(testing::ReadFile(d.Path("out/shard_2/test/data.jsonl")), "{\"b\":0}\n");
+  EXPECT_EQ(testing::ReadLines(d.Path("out/shard_2/errors.jsonl")).size(), 1u);
+}
+
+TEST(ShardWriterTest, AJournalOfAnotherConfigIsNotResumed) {
   testing::TempDir d;
   {
-    auto w = ShardWriter::Open(Env::Default(), d.Path("out"), 1, {"train", "test"});
-    ASSERT_TRUE(w.ok());
-    ASSERT_TRUE((*w)->Add(1, Json("{}")).ok());
-  }  // destroyed without Finish
-  EXPECT_EQ(testing::RunCommand("ls -A '" + d.Path("out") + "'").out, "");
+    auto w = ShardWriter::Open(Env::Default(), Opts(d.Path("out"), 0, {""}, 1));
+    ASSERT_TRUE((*w)->AddSerialized(0, "{}\n", 1).ok());
+    (*w)->Advance(0, 1);
+    ASSERT_TRUE((*w)->Commit().ok());
+    (*w)->Abandon();
+  }
+  auto w = ShardWriter::Open(Env::Default(), Opts(d.Path("out"), 0, {""}, 2));
+  ASSERT_TRUE(w.ok());
+  EXPECT_FALSE((*w)->resumed());
+  EXPECT_EQ((*w)->resume_rows(0), 0u);
+}
+
+TEST(ShardWriterTest, TwoWritersOfOneShardExcludeEachOther) {
+  testing::TempDir d;
+  auto a = ShardWriter::Open(Env::Default(), Opts(d.Path("out"), 0, {""}));
+  ASSERT_TRUE(a.ok());
+  auto b = ShardWriter::Open(Env::Default(), Opts(d.Path("out"), 0, {""}));
+  ASSERT_FALSE(b.ok());
+  EXPECT_TRUE(b.status().IsUnavailable()) << b.status().ToString();
+  (*a)->Discard();
+  EXPECT_EQ(testing::RunCommand("ls '" + d.Path("out") + "'").out, "");
 }
 
 }  // namespace
