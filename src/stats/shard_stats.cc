@@ -64,6 +64,8 @@ Value ShardStats::ToValue() const {
   v.Set("prompt_tokens_reused", OptI(prompt_tokens_reused));
   bool total_rate = output_tokens && *output_tokens > 0 && inf && *inf > 0;
   v.Set("tokens_per_sec", total_rate ? Value(RoundTo(static_cast<double>(*output_tokens) / *inf, 2)) : Value());
+  v.Set("cpu_util_mean", OptD(cpu_util_mean));
+  v.Set("machine_cpu_util_mean", OptD(machine_cpu_util_mean));
   return v;
 }
 
@@ -82,6 +84,8 @@ ShardStats ShardStats::FromValue(const Value& v) {
   s.model_load_seconds = GetD(v, "model_load_seconds");
   s.throughput_rows_per_sec = GetD(v, "throughput_rows_per_sec");
   s.prompt_tokens_reused = GetI(v, "prompt_tokens_reused");
+  s.cpu_util_mean = GetD(v, "cpu_util_mean");
+  s.machine_cpu_util_mean = GetD(v, "machine_cpu_util_mean");
   return s;
 }
 
