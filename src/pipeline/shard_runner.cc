@@ -14,6 +14,7 @@
 #include "data/json.h"
 #include "pipeline/row_batches.h"
 #include "pipeline/stream_scheduler.h"
+#include "process/engine_factory.h"
 #include "process/model_ref.h"
 #include "pipeline/row_transform.h"
 #include "pipeline/shard_writer.h"
@@ -187,20 +188,8 @@ Status CheckRunnable(const config::Config& config) {
                                      "check its prompts)");
     }
     const config::Processor* p = config.FindProcessor(o.type);
-    if (p != nullptr && p->llm.backend != "llama") {
-      return Status::InvalidArgument(p->loc.ToString() + ": backend '" + p->llm.backend +
-                                     "' is not available in this build yet (use backend: llama)");
-    }
-    if (p != nullptr && process::IsHfModelRef(p->llm.model_path)) {
-      Status ref = process::ParseHfModelRef(p->llm.model_path).status();  // well-formed; downloaded at load
-      if (!ref.ok()) return ref.WithContext(p->loc.ToString() + ": server_args.model_path");
-    } else if (p != nullptr) {
-      Env* env = Env::Default();
-      if (!env->IsRegularFile(p->llm.model_path)) {
-        return Status::NotFound(p->loc.ToString() + ": model file not found: '" + p->llm.model_path +
-                                "' (server_args.model_path must name a GGUF file)");
-      }
-    }
+    // Per backend: the model file (llama, llama-server), the llama-server binary; endpoints are checked at start.
+    if (p != nullptr) MMIRAGE_TRY(process::CheckBackendRunnable(*p));
   }
   return Status::OK();
 }
@@ -230,8 +219,10 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   std::unique_ptr<process::OutputGenerator> generator;
   if (!config.processing.outputs.empty()) {
     std::vector<std::string> warnings;
-    auto g = process::OutputGenerator::Create(
-        config, opt.engine_factory ? opt.engine_factory : process::LlamaEngineFactory(), &warnings);
+    process::EngineFactory factory = opt.engine_factory ? opt.engine_factory
+                                                        : process::DefaultEngineFactory(
+                                                              {config.loading.state_dir, opt.shard_id, nullptr});
+    auto g = process::OutputGenerator::Create(config, factory, &warnings);
     for (const auto& w : warnings) LOG_WARN(w);
     if (!g.ok()) return fail(g.status());
     generator = std::move(*g);

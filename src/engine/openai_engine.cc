@@ -1,0 +1,285 @@
+#include "engine/openai_engine.h"
+
+#include <atomic>
+#include <cmath>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <unordered_map>
+
+#include "data/json.h"
+#include "util/env.h"
+#include "util/http_async.h"
+#include "util/log.h"
+
+namespace mmirage::engine {
+namespace {
+
+constexpr double kDiscoverTimeoutSeconds = 10;
+
+uint64_t Micros(double seconds) { return static_cast<uint64_t>(std::max(0.0, seconds) * 1e6); }
+
+// The model the endpoint serves: the first id of GET {base}/models, or "" when that fails.
+std::string DiscoverModel(const std::string& base) {
+  HttpRequest r;
+  r.method = "GET";
+  r.url = base + "/models";
+  r.timeout_seconds = kDiscoverTimeoutSeconds;
+  HttpResponse resp = HttpFetch(r);
+  if (resp.transport != HttpTransport::kOk || resp.status_code != 200) return "";
+  auto v = ParseJson(resp.body);
+  if (!v.ok()) return "";
+  const Value* data = v->Find("data");
+  if (data == nullptr || !data->is_array() || data->size() == 0 || !data->as_array()[0].is_object()) return "";
+  const Value* id = data->as_array()[0].Find("id");
+  return id != nullptr && id->is_string() ? id->as_string() : "";
+}
+
+class OpenAiEngine : public Engine {
+ public:
+  OpenAiEngine(const OpenAiEngineOptions& o, std::unique_ptr<HttpLoop> owned)
+      : opt_(o), owned_loop_(std::move(owned)), loop_(o.loop != nullptr ? o.loop : owned_loop_.get()),
+        env_(o.env != nullptr ? o.env : Env::Default()),
+        rng_(o.jitter_seed != 0 ? o.jitter_seed : std::random_device{}()) {
+    while (!opt_.base_url.empty() && opt_.base_url.back() == '/') opt_.base_url.pop_back();
+    if (!opt_.api_key.empty()) headers_.push_back("Authorization: Bearer " + opt_.api_key);
+  }
+  ~OpenAiEngine() override { Shutdown(); }
+
+  void Submit(Request request, CompletionCallback done) override;
+  int Capacity() const override { return opt_.max_concurrency; }
+  double LoadSeconds() const override { return opt_.load_seconds; }
+  int NumGpus() const override { return opt_.num_gpus; }
+  void Shutdown() override;
+
+ private:
+  enum class State { kQueued, kInFlight, kWaiting, kDone };
+  struct Call {
+    uint64_t id = 0;
+    std::string url;
+    std::string body;
+    bool chat = true;
+    CompletionCallback done;
+    State state = State::kQueued;
+    int retries = 0;
+  };
+  using CallPtr = std::shared_ptr<Call>;
+
+  // Loop thread only, from here on.
+  void Enqueue(CallPtr c);
+  void Pump();
+  void Start(const CallPtr& c);
+  void OnResponse(const CallPtr& c, HttpResponse resp);
+  void Retry(const CallPtr& c, std::string error, const std::string& retry_after);
+  bool CheckDown();
+  void Finish(const CallPtr& c, Completion completion);
+  void Fail(const CallPtr& c, Status s);
+  void FailAllPending(const Status& s);
+
+  OpenAiEngineOptions opt_;
+  std::unique_ptr<HttpLoop> owned_loop_;
+  HttpLoop* loop_;
+  Env* env_;
+  std::vector<std::string> headers_;
+  std::atomic<bool> shut_down_{false};
+  std::atomic<uint64_t> next_id_{1};
+  std::once_flag shutdown_once_;
+  // Loop thread state.
+  std::deque<CallPtr> queue_;
+  std::unordered_map<uint64_t, CallPtr> waiting_;  // backing off before a retry
+  int in_flight_ = 0;
+  bool stopping_ = false;
+  uint64_t unreachable_since_us_ = 0;              // first connection failure since the last HTTP response; 0 = none
+  Status down_;                                    // non-OK once the endpoint is declared down
+  std::mt19937_64 rng_;
+};
+
+Completion ErrorCompletion(Status s) {
+  Completion c;
+  c.finish = FinishReason::kError;
+  c.error = std::move(s);
+  return c;
+}
+
+void OpenAiEngine::Submit(Request request, CompletionCallback done) {
+  if (shut_down_.load()) {
+    done(ErrorCompletion(Status::Unavailable("engine shut down")));
+    return;
+  }
+  auto c = std::make_shared<Call>();
+  c->id = next_id_.fetch_add(1);
+  c->done = std::move(done);
+  auto call = BuildOpenAiCall(request, opt_.mode, opt_.model);
+  Status build_error;
+  if (call.ok()) {
+    c->url = opt_.base_url + call->path;
+    c->body = std::move(call->body);
+    c->chat = call->chat;
+  } else {
+    build_error = call.status();
+  }
+  bool posted = loop_->Post([this, c, build_error] {
+    if (!build_error.ok()) {
+      Fail(c, build_error);
+      return;
+    }
+    Enqueue(c);
+  });
+  if (!posted) c->done(ErrorCompletion(Status::Unavailable("engine shut down")));
+}
+
+void OpenAiEngine::Shutdown() {
+  std::call_once(shutdown_once_, [this] {
+    shut_down_.store(true);
+    loop_->Post([this] {
+      stopping_ = true;
+      FailAllPending(Status::Unavailable("engine shut down"));
+    });
+    loop_->Stop();  // in-flight transfers come back as kAborted → "engine shut down"
+  });
+}
+
+void OpenAiEngine::Enqueue(CallPtr c) {
+  if (stopping_) return Fail(c, Status::Unavailable("engine shut down"));
+  if (!down_.ok()) return Fail(c, down_);
+  queue_.push_back(std::move(c));
+  Pump();
+}
+
+void OpenAiEngine::Pump() {
+  while (down_.ok() && !stopping_ && in_flight_ < opt_.max_concurrency && !queue_.empty()) {
+    CallPtr c = std::move(queue_.front());
+    queue_.pop_front();
+    Start(c);
+  }
+}
+
+void OpenAiEngine::Start(const CallPtr& c) {
+  c->state = State::kInFlight;
+  ++in_flight_;
+  HttpRequest r;
+  r.url = c->url;
+  r.headers = headers_;
+  r.body = c->body;  // kept in the call for a retry
+  r.timeout_seconds = opt_.timeout_seconds;
+  loop_->Send(std::move(r), [this, c](HttpResponse resp) { OnResponse(c, std::move(resp)); });
+}
+
+void OpenAiEngine::OnResponse(const CallPtr& c, HttpResponse resp) {
+  --in_flight_;
+  if (stopping_ || resp.transport == HttpTransport::kAborted) return Fail(c, Status::Unavailable("engine shut down"));
+  switch (resp.transport) {
+    case HttpTransport::kOk: {
+      unreachable_since_us_ = 0;
+      if (resp.status_code >= 200 && resp.status_code < 300) {
+        auto completion = ParseOpenAiResponse(resp.body, c->chat);
+        if (completion.ok()) {
+          Finish(c, std::move(*completion));
+        } else {
+          Retry(c, completion.status().message(), "");
+        }
+      } else if (IsRetryableHttpStatus(resp.status_code)) {
+        Retry(c, DescribeHttpError(resp.status_code, resp.body), resp.retry_after);
+      } else {
+        Fail(c, Status::InvalidArgument(DescribeHttpError(resp.status_code, resp.body)));
+      }
+      break;
+    }
+    case HttpTransport::kConnect:
+      if (unreachable_since_us_ == 0) unreachable_since_us_ = loop_->NowMicros();
+      if (CheckDown()) {
+        Fail(c, down_);
+      } else {
+        Retry(c, "cannot connect to " + opt_.base_url + " (" + resp.error + ")", "");
+      }
+      break;
+    case HttpTransport::kTimeout:
+      Retry(c, "no response within " + FormatDouble(opt_.timeout_seconds) + " s (timeout_seconds)", "");
+      break;
+    default:
+      Retry(c, "connection broken (" + resp.error + ")", "");
+  }
+  Pump();
+}
+
+void OpenAiEngine::Retry(const CallPtr& c, std::string error, const std::string& retry_after) {
+  if (c->retries >= opt_.max_retries) {
+    int attempts = c->retries + 1;
+    return Fail(c, Status::Unavailable(error + " (gave up after " + std::to_string(attempts) + " attempt" +
+                                       (attempts > 1 ? "s" : "") + ")"));
+  }
+  ++c->retries;
+  double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+  uint64_t delay = BackoffDelayMicros(c->retries, Micros(opt_.backoff_base_seconds), Micros(opt_.backoff_max_seconds), u);
+  auto ra = ParseRetryAfterSeconds(retry_after, static_cast<int64_t>(env_->NowMicros() / 1000000));
+  if (ra) delay = std::max(delay, Micros(std::min(*ra, opt_.max_retry_after_seconds)));
+  LOG_DEBUG("openai: retry " << c->retries << "/" << opt_.max_retries << " in " << delay / 1000 << " ms after "
+                             << error);
+  c->state = State::kWaiting;
+  waiting_[c->id] = c;
+  loop_->RunAfter(delay, [this, c] {
+    if (c->state != State::kWaiting) return;  // failed meanwhile (endpoint down, shutdown)
+    waiting_.erase(c->id);
+    if (stopping_) return Fail(c, Status::Unavailable("engine shut down"));
+    if (!down_.ok()) return Fail(c, down_);
+    c->state = State::kQueued;
+    queue_.push_front(c);
+    Pump();
+  });
+}
+
+bool OpenAiEngine::CheckDown() {
+  if (!down_.ok()) return true;
+  if (unreachable_since_us_ == 0) return false;
+  uint64_t now = loop_->NowMicros();
+  double s = static_cast<double>(now - unreachable_since_us_) / 1e6;
+  if (s < opt_.down_timeout_seconds) return false;
+  down_ = Status::Unavailable("endpoint " + opt_.base_url + " unreachable for " +
+                              std::to_string(static_cast<int64_t>(std::floor(s))) + " s (down_timeout_seconds=" +
+                              FormatDouble(opt_.down_timeout_seconds) + ")");
+  LOG_ERROR(down_.message() << "; failing every pending request");
+  FailAllPending(down_);
+  return true;
+}
+
+void OpenAiEngine::Finish(const CallPtr& c, Completion completion) {
+  c->state = State::kDone;
+  CompletionCallback done = std::move(c->done);
+  done(std::move(completion));
+}
+
+void OpenAiEngine::Fail(const CallPtr& c, Status s) { Finish(c, ErrorCompletion(std::move(s))); }
+
+void OpenAiEngine::FailAllPending(const Status& s) {
+  std::deque<CallPtr> queued;
+  queued.swap(queue_);
+  std::unordered_map<uint64_t, CallPtr> waiting;
+  waiting.swap(waiting_);
+  for (auto& c : queued) Fail(c, s);
+  for (auto& [_, c] : waiting) Fail(c, s);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> CreateOpenAiEngine(const OpenAiEngineOptions& options) {
+  if (options.base_url.empty()) return Status::InvalidArgument("openai engine: empty base_url");
+  if (options.max_concurrency < 1) return Status::InvalidArgument("openai engine: max_concurrency must be >= 1");
+  if (options.max_retries < 0) return Status::InvalidArgument("openai engine: max_retries must be >= 0");
+  OpenAiEngineOptions o = options;
+  while (!o.base_url.empty() && o.base_url.back() == '/') o.base_url.pop_back();
+  if (o.model.empty() && o.loop == nullptr) {
+    o.model = DiscoverModel(o.base_url);
+    if (o.model.empty()) {
+      LOG_WARN("openai engine: cannot get the model id from " << o.base_url << "/models; requests name no model");
+    } else {
+      LOG_INFO("openai engine: " << o.base_url << " serves model '" << o.model << "'");
+    }
+  }
+  std::unique_ptr<HttpLoop> owned;
+  if (o.loop == nullptr) {
+    MMIRAGE_ASSIGN_OR_RETURN(owned, NewCurlHttpLoop(o.max_concurrency));
+  }
+  return std::unique_ptr<Engine>(new OpenAiEngine(o, std::move(owned)));
+}
+
+}  // namespace mmirage::engine
