@@ -5,6 +5,8 @@
 #include <map>
 
 #include "cli/common.h"
+#include "cli/slurm_cli.h"
+#include "cli/shard_commands.h"
 
 int main(int argc, char** argv) {
   using namespace mmirage::cli;
@@ -14,12 +16,12 @@ int main(int argc, char** argv) {
   std::map<CLI::App*, Runner> runners;
   auto reg = [&](Runner r, const char* name) { runners[app.get_subcommand(name)] = std::move(r); };
   reg(RegisterRun(&app), "run");
-  reg(RegisterPlanned(&app, "submit", "Submit shards as a SLURM array job"), "submit");
-  reg(RegisterPlanned(&app, "check", "Show per-shard status from the state directory"), "check");
-  reg(RegisterPlanned(&app, "retry", "Resubmit failed shards"), "retry");
+  reg(RegisterSubmit(&app), "submit");
+  reg(RegisterCheck(&app), "check");
+  reg(RegisterRetry(&app), "retry");
   reg(RegisterMerge(&app), "merge");
   reg(RegisterMergeDir(&app), "merge-dir");
-  reg(RegisterPlanned(&app, "stats", "Benchmark report of a finished run"), "stats");
+  reg(RegisterStats(&app), "stats");
   reg(RegisterValidate(&app), "validate");
   reg(RegisterPreview(&app), "preview");
   reg(RegisterQuery(&app), "query");

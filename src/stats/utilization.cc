@@ -6,12 +6,13 @@
 #include <sstream>
 
 #include "util/nvml.h"
+#include "util/subprocess.h"
 #include "util/process.h"
 
 namespace mmirage {
 namespace {
 
-constexpr uint64_t kNvidiaSmiTimeoutMs = 5000;
+constexpr double kNvidiaSmiTimeoutSeconds = 5;
 
 std::string Trim(const std::string& s) {
   size_t b = 0, e = s.size();
@@ -63,9 +64,9 @@ class NvmlGpuSampler final : public GpuUtilSampler {
     if (smi_missing_) return std::nullopt;
     std::string ids;
     for (const auto& d : devices_) ids += (ids.empty() ? "" : ",") + d;
-    auto r = RunAndCapture({"nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
-                            "--id=" + ids},
-                           kNvidiaSmiTimeoutMs);
+    auto r = RunCommandCapture({"nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                                "--id=" + ids},
+                               kNvidiaSmiTimeoutSeconds);
     if (!r.ok()) {
       if (r.status().IsNotFound()) smi_missing_ = true;
       return std::nullopt;
