@@ -7,10 +7,13 @@
 #include "cli/common.h"
 #include "cli/merge_common.h"
 #include "cli/slurm_cli.h"
+#include "exec/local_executor.h"
 #include "pipeline/shard_runner.h"
+#include "util/process.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/signals.h"
+#include "util/subprocess.h"
 
 namespace mmirage::cli {
 namespace {
@@ -35,6 +38,24 @@ int Run(const RunOptions& o) {
   if (!config) return kExitFailure;
   if (config->execution.mode == "slurm" && !o.shard_id) return RunSlurm(*config, o.force_retry, o.stats);
   Env* env = Env::Default();
+  if (!o.shard_id && (config->execution.retry || o.force_retry)) {
+    // Every shard, as worker processes, with retries; then merge.
+    auto self = SelfExecutablePath();
+    if (!self.ok()) {
+      ReportError(self.status());
+      return kExitFailure;
+    }
+    InstallStopSignalHandlers();
+    exec::LocalRunOptions lo;
+    lo.config_path = env->AbsolutePath(o.common.config_path);
+    lo.binary = *self;
+    lo.log_level = o.common.log_level;
+    lo.collect_stats = o.stats;
+    int rc = exec::RunAllShardsLocally(env, *config, lo);
+    if (rc != 0 || !config->execution.merge) return rc;
+    LOG_INFO("Execution_params.merge is true; merging shard outputs");
+    return MergeAllDatasets(env, *config, MergeTarget{}, /*allow_partial=*/false);
+  }
   pipeline::ShardRunOptions ro;
   ro.env = env;
   ro.config = &*config;

@@ -3,6 +3,7 @@
 // owned by one thread; the free functions have no shared state.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,9 @@ struct SubprocessOptions {
   std::string stdout_path;                                        // empty: inherit; else appended to this file
   std::string stderr_path;                                        // empty: inherit; "=stdout": same as stdout
   bool new_process_group = false;                                 // Signal() then reaches the whole group
+  // Linux: the child gets SIGTERM when the thread that started it exits (PR_SET_PDEATHSIG), so a server we
+  // started does not outlive us even after a SIGKILL. REQUIRES: Start is called from a long-lived thread.
+  bool terminate_with_parent = false;
 };
 
 class Subprocess {
@@ -37,6 +41,9 @@ class Subprocess {
   int Wait();
   // Sends `sig` (to the process group when new_process_group). OK if already gone.
   Status Signal(int sig);
+  // Sends `sig` to the process group even after its leader has exited (members may outlive it). OK if the group
+  // is gone. REQUIRES: new_process_group.
+  Status SignalGroup(int sig);
 
  private:
   explicit Subprocess(int pid, bool group) : pid_(pid), group_(group) {}
@@ -53,9 +60,6 @@ struct CommandOutput {
 // Runs argv to completion, capturing stdout and stderr. timeout_seconds <= 0: no timeout.
 Result<CommandOutput> RunCommandCapture(const std::vector<std::string>& argv, double timeout_seconds = 0);
 
-// Absolute path of the running executable (/proc/self/exe).
-Result<std::string> SelfExecutablePath();
-// True if a process with this pid exists on this machine (kill(pid, 0)).
-bool ProcessAlive(int pid);
+// SelfExecutablePath and ProcessAlive: util/process.h.
 
 }  // namespace mmirage

@@ -3,6 +3,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,10 +40,105 @@ double NowSeconds() {
   return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
 }
 
+// argv[0] resolved through PATH (as execvp would), or "" when no executable file matches.
+std::string ResolveProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = ::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t b = 0;
+  while (b <= dirs.size()) {
+    size_t e = dirs.find(':', b);
+    if (e == std::string::npos) e = dirs.size();
+    std::string dir = e > b ? dirs.substr(b, e - b) : ".";
+    std::string cand = dir + "/" + name;
+    struct stat st;
+    if (::stat(cand.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(cand.c_str(), X_OK) == 0) return cand;
+    b = e + 1;
+  }
+  return "";
+}
+
+// fork + exec, for what posix_spawn cannot express (PR_SET_PDEATHSIG). The child only makes async-signal-safe
+// calls; an exec failure comes back through a close-on-exec pipe.
+Result<pid_t> ForkExec(const SubprocessOptions& o, char** argv, char** envp) {
+  std::string program = ResolveProgram(o.argv[0]);
+  if (program.empty()) return Status::NotFound(o.argv[0] + ": " + std::strerror(ENOENT));
+  int out_fd = -1, err_fd = -1, pipe_fds[2];
+  if (!o.stdout_path.empty()) out_fd = ::open(o.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (!o.stderr_path.empty() && o.stderr_path != "=stdout")
+    err_fd = ::open(o.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if ((!o.stdout_path.empty() && out_fd < 0) || (err_fd < 0 && !o.stderr_path.empty() && o.stderr_path != "=stdout") ||
+      ::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    std::string msg = std::string("cannot start ") + o.argv[0] + ": " + std::strerror(errno);
+    if (out_fd >= 0) ::close(out_fd);
+    if (err_fd >= 0) ::close(err_fd);
+    return Status::IOError(msg);
+  }
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (o.new_process_group) ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);  // the parent is already gone
+    for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (out_fd >= 0) ::dup2(out_fd, 1);
+    if (o.stderr_path == "=stdout") ::dup2(1, 2);
+    if (err_fd >= 0) ::dup2(err_fd, 2);
+    if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) {
+      int e = errno;
+      ssize_t ignored = ::write(pipe_fds[1], &e, sizeof e);
+      (void)ignored;
+      ::_exit(127);
+    }
+    ::execve(program.c_str(), argv, envp);
+    int e = errno;
+    ssize_t ignored = ::write(pipe_fds[1], &e, sizeof e);
+    (void)ignored;
+    ::_exit(127);
+  }
+  int fork_errno = errno;
+  ::close(pipe_fds[1]);
+  if (out_fd >= 0) ::close(out_fd);
+  if (err_fd >= 0) ::close(err_fd);
+  if (pid < 0) {
+    ::close(pipe_fds[0]);
+    return Status::IOError(std::string("fork: ") + std::strerror(fork_errno));
+  }
+  if (o.new_process_group) ::setpgid(pid, pid);  // also here: no window where the group does not exist yet
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(pipe_fds[0], &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  ::close(pipe_fds[0]);
+  if (n == sizeof child_errno) {
+    int st;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    std::string msg = o.argv[0] + ": " + std::strerror(child_errno);
+    return child_errno == ENOENT || child_errno == EACCES ? Status::NotFound(msg) : Status::IOError(msg);
+  }
+  return pid;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOptions& o) {
   if (o.argv.empty()) return Status::InvalidArgument("empty command");
+  if (o.terminate_with_parent) {
+    std::vector<char*> argv;
+    for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    std::vector<std::string> env = MergedEnv(o.env_overrides);
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    MMIRAGE_ASSIGN_OR_RETURN(pid_t pid, ForkExec(o, argv.data(), envp.data()));
+    return std::unique_ptr<Subprocess>(new Subprocess(pid, o.new_process_group));
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   if (!o.stdout_path.empty()) {
@@ -113,6 +210,12 @@ Status Subprocess::Signal(int sig) {
   return Status::OK();
 }
 
+Status Subprocess::SignalGroup(int sig) {
+  if (::kill(-pid_, sig) != 0 && errno != ESRCH && errno != EPERM)
+    return Status::IOError("kill -" + std::to_string(pid_) + ": " + std::strerror(errno));
+  return Status::OK();
+}
+
 Result<CommandOutput> RunCommandCapture(const std::vector<std::string>& argv, double timeout_seconds) {
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
@@ -174,19 +277,6 @@ Result<CommandOutput> RunCommandCapture(const std::vector<std::string>& argv, do
   }
   out.exit_code = timed_out ? 124 : DecodeStatus(st);
   return out;
-}
-
-Result<std::string> SelfExecutablePath() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return Status::IOError(std::string("readlink /proc/self/exe: ") + std::strerror(errno));
-  buf[n] = '\0';
-  return std::string(buf);
-}
-
-bool ProcessAlive(int pid) {
-  if (pid <= 0) return false;
-  return ::kill(pid, 0) == 0 || errno == EPERM;
 }
 
 }  // namespace mmirage
