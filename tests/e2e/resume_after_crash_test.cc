@@ -25,8 +25,10 @@ std::string Config(const TempDir& d, const std::string& model, const std::string
          "  - type: llm\n"
          "    server_args:\n"
          "      model_path: " + model + "\n"
-         "      extra_engine_args: {max_running_requests: 4, context_length: 512, n_threads: 1}\n"
-         "    default_sampling_params: {temperature: 0, max_new_tokens: 12}\n"
+         // One sequence at a time: batched greedy decoding is not bitwise batch-invariant (a resumed run batches
+         // rows differently, and random weights have near-ties), so byte-for-byte comparison needs no batching.
+         "      extra_engine_args: {max_running_requests: 1, context_length: 512, n_threads: 1}\n"
+         "    default_sampling_params: {temperature: 0, max_new_tokens: 32}\n"
          "loading_params:\n"
          "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + out + "}]\n"
          "  state_dir: " + state + "\n"
@@ -77,20 +79,20 @@ TEST(ResumeAfterCrashTest, KillNineTenTimesThenResumeGivesTheFaultFreeOutput) {
   TempDir d;
   std::string model = d.Path("tiny.gguf");
   ASSERT_EQ(RunCommand("'" + ToolPath() + "' --out '" + model + "' --seed 5").exit_code, 0) << ToolPath();
-  WriteFile(d.Path("data.jsonl"), MakeRows(60));
+  WriteFile(d.Path("data.jsonl"), MakeRows(150));
 
   // Fault-free reference.
   WriteFile(d.Path("ref.yaml"), Config(d, model, d.Path("ref_out"), d.Path("ref_state")));
   auto ref = RunMmirage("run --config " + d.Path("ref.yaml") + " --log-level WARNING");
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
   std::string expected = ReadFile(d.Path("ref_out/merged/data.jsonl"));
-  ASSERT_EQ(ReadLines(d.Path("ref_out/merged/data.jsonl")).size(), 60u);
+  ASSERT_EQ(ReadLines(d.Path("ref_out/merged/data.jsonl")).size(), 150u);
 
   // Faulty run: kill -9 the whole process group (orchestrator and workers) at pseudo-random moments.
   std::string cfg = d.Path("faulty.yaml");
   WriteFile(cfg, Config(d, model, d.Path("out"), d.Path("state")));
   std::mt19937 rng(12345);
-  std::uniform_int_distribution<int> delay_ms(150, 1200);
+  std::uniform_int_distribution<int> delay_ms(300, 1500);
   int kills = 0;
   int64_t lost_rows = 0;
   while (kills < 10) {
@@ -112,11 +114,20 @@ TEST(ResumeAfterCrashTest, KillNineTenTimesThenResumeGivesTheFaultFreeOutput) {
   // Resume to completion.
   auto fin = RunMmirage("run --config " + cfg + " --log-level WARNING");
   ASSERT_EQ(fin.exit_code, 0) << fin.err << ReadFile(d.Path("faulty.log"));
+  auto got_lines = ReadLines(d.Path("out/merged/data.jsonl"));
+  auto want_lines = ReadLines(d.Path("ref_out/merged/data.jsonl"));
+  ASSERT_EQ(got_lines.size(), want_lines.size());
+  for (size_t i = 0; i < want_lines.size(); ++i) {
+    ASSERT_EQ(got_lines[i], want_lines[i]) << "first difference at merged row " << i << "\n"
+                                           << ReadFile(d.Path("faulty.log")).substr(0, 4000);
+  }
   EXPECT_EQ(ReadFile(d.Path("out/merged/data.jsonl")), expected);
   EXPECT_GE(kills, 5) << "the run finished too fast to be killed often; lengthen the workload";
-  std::printf("kills: %d; rows seen processed but not yet committed at the kills (regenerated): %lld in total, "
-              "%.1f per kill\n", kills, static_cast<long long>(lost_rows),
-              kills ? static_cast<double>(lost_rows) / kills : 0.0);
+  // Recomputation per kill is bounded by what was not yet committed: commit_every_rows (3) plus the rows in
+  // flight (window 4 here); the estimate below compares the last progress snapshot with the journals.
+  std::printf("kills: %d; rows processed but uncommitted at the kills (last progress snapshot vs journals): %lld "
+              "(bound per kill: 3 committed-batch rows + 4 in flight)\n",
+              kills, static_cast<long long>(lost_rows));
 }
 
 }  // namespace
