@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/shard_commands.h"
+#include "cli/slurm_cli.h"
 #include "data/json.h"
 #include "util/log.h"
 #include "util/subprocess.h"
@@ -42,9 +43,11 @@ int Check(const CheckOptions& o) {
   exec::Classification c = exec::ClassifyShards(co);
   PrintClassification(c, o.json);
   if (!o.retry || c.failed.empty()) return c.AllSucceeded() ? kExitOk : kExitFailure;
-  if (config->execution.mode == "slurm") {
-    std::cerr << "retry in slurm mode is not available yet\n";
-    return kExitFailure;
+  if (config->execution.mode == "slurm") {  // one array job of exactly the retryable shards (--array=1,5,9)
+    if (!ConfirmRetry(c.failed.size(), o.yes, o.json)) return kExitFailure;
+    Status submitted = SubmitSlurmShards(*config, c.failed, o.stats);
+    if (!submitted.ok()) ReportError(submitted);
+    return submitted.ok() ? kExitOk : kExitFailure;
   }
   if (!ConfirmRetry(c.failed.size(), o.yes, o.json)) return kExitFailure;
   int failures = RerunShardsLocally(config->path, c.failed, o.common.log_level, o.stats);

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/shard_commands.h"
+#include "cli/slurm_cli.h"
 #include "util/log.h"
 
 namespace mmirage::cli {
@@ -39,9 +40,11 @@ int Retry(const RetryOptions& o) {
     LOG_INFO("All shards already succeeded.");
     return kExitOk;
   }
-  if (config->execution.mode == "slurm") {
-    std::cerr << "retry in slurm mode is not available yet\n";
-    return kExitFailure;
+  if (config->execution.mode == "slurm") {  // one array job of exactly the retryable shards (--array=1,5,9)
+    if (!ConfirmRetry(c.failed.size(), o.yes, o.json)) return kExitFailure;
+    Status submitted = SubmitSlurmShards(*config, c.failed, o.stats);
+    if (!submitted.ok()) ReportError(submitted);
+    return submitted.ok() ? kExitOk : kExitFailure;
   }
   if (!ConfirmRetry(c.failed.size(), o.yes, o.json)) return kExitFailure;
   int failures = RerunShardsLocally(config->path, c.failed, o.common.log_level, o.stats);
