@@ -62,6 +62,8 @@ int Run(const RunOptions& o) {
   ro.shard_id = config->loading.shard_id;
   ro.slurm_job_id = GetEnvVar("SLURM_JOB_ID");
   ro.slurm_array_task_id = GetEnvVar("SLURM_ARRAY_TASK_ID");
+  ro.collect_gpu_stats = o.stats || GetEnvVar("MMIRAGE_COLLECT_STATS").value_or("") == "1";
+  ro.cuda_visible_devices = GetEnvVar("CUDA_VISIBLE_DEVICES");
   InstallStopSignalHandlers();
   auto report = pipeline::RunShard(ro);
   if (!report.ok()) {

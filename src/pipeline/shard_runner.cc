@@ -18,8 +18,10 @@
 #include "process/model_ref.h"
 #include "pipeline/row_transform.h"
 #include "pipeline/shard_writer.h"
+#include "state/heartbeat.h"
 #include "state/shard_state.h"
 #include "stats/shard_stats.h"
+#include "stats/utilization.h"
 #include "util/log.h"
 #include "util/signals.h"
 
@@ -106,9 +108,14 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
 // and a plain progress line to the log every `log_every` seconds.
 class ProgressReporter {
  public:
-  ProgressReporter(Env* env, std::string path, const Progress* progress, int64_t shard_id)
-      : env_(env), path_(std::move(path)), progress_(progress), shard_id_(shard_id),
-        start_us_(env->MonotonicMicros()), thread_([this] { Loop(); }) {}
+  ProgressReporter(Env* env, std::string state_dir, const Progress* progress, int64_t shard_id)
+      : env_(env), state_dir_(std::move(state_dir)),
+        path_(JoinPath(JoinPath(state_dir_, "shard_" + std::to_string(shard_id)), "progress.json")),
+        progress_(progress), shard_id_(shard_id), start_us_(env->MonotonicMicros()) {
+    (void)WriteFileAtomically(env_, path_, ToJson(Snapshot()) + "\n");  // not the previous attempt's progress
+    (void)TouchHeartbeat(env_, state_dir_, shard_id_);
+    thread_ = std::thread([this] { Loop(); });
+  }
   ~ProgressReporter() {
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -125,6 +132,7 @@ class ProgressReporter {
     while (!cv_.wait_for(l, std::chrono::seconds(1), [&] { return stop_; })) {
       Value v = Snapshot();
       (void)WriteFileAtomically(env_, path_, ToJson(v) + "\n");
+      (void)TouchHeartbeat(env_, state_dir_, shard_id_);  // a silent `running` shard is stale, not running
       if (++tick % 10 == 0) {
         LOG_INFO("shard " << shard_id_ << ": " << v.Find("rows_done")->as_int() << " rows"
                           << (progress_->rows_total >= 0 ? "/" + std::to_string(progress_->rows_total.load()) : "")
@@ -147,6 +155,7 @@ class ProgressReporter {
   }
 
   Env* env_;
+  std::string state_dir_;
   std::string path_;
   const Progress* progress_;
   int64_t shard_id_;
@@ -230,13 +239,19 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
                                 << generator->Capacity() << " parallel sequences)");
   }
   StreamTotals totals;
+  // CPU utilisation always; GPU utilisation with --stats / MMIRAGE_COLLECT_STATS=1 (NVML, nvidia-smi fallback).
+  UtilizationPollerOptions upo = DefaultUtilizationOptions(
+      env, GpuDevicesForShard(opt.cuda_visible_devices, generator ? std::max(1, generator->NumGpus()) : 1));
+  if (!opt.collect_gpu_stats) upo.gpu.reset();
+  UtilizationPoller poller(std::move(upo));
+  poller.Start();
 
   std::vector<std::string> error_files;
   Progress progress;
   int64_t known_total = 0;
   bool total_known = config.loading.num_shards > 1;
   std::unique_ptr<ProgressReporter> reporter(
-      new ProgressReporter(env, JoinPath(state.dir(), "progress.json"), &progress, opt.shard_id));
+      new ProgressReporter(env, config.loading.state_dir, &progress, opt.shard_id));
   for (size_t d = 0; d < config.loading.datasets.size(); ++d) {
     const config::DatasetConfig& dc = config.loading.datasets[d];
     uint64_t fingerprint = DatasetFingerprint(config, d, opt.shard_id);
@@ -305,7 +320,9 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
                                 << config.execution.max_failed_rows << ")");
   }
 
+  poller.Stop();
   ShardStats stats;
+  poller.Summary().ApplyTo(&stats);
   stats.runtime_seconds = RoundTo(static_cast<double>(env->MonotonicMicros() - start_us) / 1e6, 3);
   stats.rows_processed = report.rows_written;
   if (generator) {
