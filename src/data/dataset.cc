@@ -91,6 +91,11 @@ Result<bool> RowStream::Next(RawRow* row) {
     if (IsBlankLine(line)) continue;
     uint64_t index = next_index_++;
     if (index < range_.begin) continue;
+    if (filter_ != nullptr) {
+      while (filter_pos_ < filter_->size() && (*filter_)[filter_pos_] < index) ++filter_pos_;
+      if (filter_pos_ >= filter_->size()) return false;  // no wanted row left
+      if ((*filter_)[filter_pos_] != index) continue;
+    }
     row->index = index;
     row->file = &part_.files[file_index_];
     row->line = reader_->line_number();

@@ -55,6 +55,8 @@ class RowStream {
   RowStream(Env* env, DatasetPart part, RowRange range);
   // true with *row filled, false when the range is exhausted. Errors: I/O or decompression, naming file:line.
   Result<bool> Next(RawRow* row);
+  // Only rows whose index is in `indices` (sorted ascending; must outlive the stream) are returned.
+  void SetIndexFilter(const std::vector<uint64_t>* indices) { filter_ = indices; }
 
  private:
   Env* env_;
@@ -63,6 +65,8 @@ class RowStream {
   size_t file_index_ = 0;
   uint64_t next_index_ = 0;  // index of the next non-blank line
   std::unique_ptr<LineReader> reader_;
+  const std::vector<uint64_t>* filter_ = nullptr;
+  size_t filter_pos_ = 0;
 };
 
 // True if the line has only JSON whitespace.

@@ -3,6 +3,8 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -12,6 +14,7 @@
 
 #include "data/dataset.h"
 #include "data/json.h"
+#include "data/line_reader.h"
 #include "pipeline/row_batches.h"
 #include "pipeline/stream_scheduler.h"
 #include "process/engine_factory.h"
@@ -99,6 +102,92 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
                                    static_cast<size_t>(4 * generator->Capacity()));
       so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
       MMIRAGE_TRY(RunStreaming(&stream, transform, generator, so, sink, totals));
+    }
+  }
+  return Status::OK();
+}
+
+// The earlier attempt published this dataset with failed rows: run only those rows again and merge the results
+// with the published rows, in input order (rows that fail again stay in errors.jsonl).
+Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan& plan,
+                      process::OutputGenerator* generator, ShardWriter* writer, StreamTotals* totals,
+                      Progress* progress, const std::string& published_dir) {
+  std::map<std::string, std::vector<uint64_t>> failed;  // split → sorted row indices
+  {
+    MMIRAGE_ASSIGN_OR_RETURN(auto reader, LineReader::Open(env, JoinPath(published_dir, "errors.jsonl")));
+    std::string_view line;
+    while (true) {
+      MMIRAGE_ASSIGN_OR_RETURN(bool more, reader->Next(&line));
+      if (!more) break;
+      if (IsBlankLine(line)) continue;
+      auto e = ParseJson(line);
+      const Value* idx = e.ok() ? e->Find("row_index") : nullptr;
+      if (idx == nullptr || !idx->is_int()) return Status::Corruption(published_dir + "/errors.jsonl: bad line");
+      const Value* split = e->Find("split");
+      failed[split && split->is_string() ? split->as_string() : ""].push_back(static_cast<uint64_t>(idx->as_int()));
+    }
+  }
+  RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
+  for (size_t p = 0; p < plan.parts.size(); ++p) {
+    std::vector<uint64_t>& f = failed[plan.parts[p].split];
+    std::sort(f.begin(), f.end());
+    // (a) The failed rows again.
+    std::map<uint64_t, std::string> lines;
+    std::map<uint64_t, ProcessedBatch::Failure> fails;
+    if (!f.empty()) {
+      RowStream stream(env, plan.parts[p], plan.ranges[p]);
+      stream.SetIndexFilter(&f);
+      size_t pos = 0;
+      auto sink = [&](ProcessedBatch& b) -> Status {
+        std::set<uint64_t> failed_now;
+        for (auto& x : b.failures) {
+          failed_now.insert(x.row_index);
+          fails[x.row_index] = x;
+        }
+        size_t line_start = 0;
+        size_t k = static_cast<size_t>(b.rows) + b.failures.size();
+        for (size_t i = 0; i < k && pos < f.size(); ++i) {
+          uint64_t idx = f[pos++];
+          if (failed_now.count(idx)) continue;
+          size_t nl = b.lines.find('\n', line_start);
+          lines[idx] = b.lines.substr(line_start, nl + 1 - line_start);
+          line_start = nl + 1;
+        }
+        return Status::OK();
+      };
+      if (generator == nullptr) {
+        MMIRAGE_TRY(RunRowBatches(&stream, transform, RowBatchOptions{}, sink));
+      } else {
+        StreamOptions so;
+        so.window = static_cast<size_t>(4 * generator->Capacity());
+        MMIRAGE_TRY(RunStreaming(&stream, transform, generator, so, sink, totals));
+      }
+    }
+    // (b) Merge with the published rows, in input order.
+    const std::string& split = plan.parts[p].split;
+    std::string old_path = JoinPath(split.empty() ? published_dir : JoinPath(published_dir, split), "data.jsonl");
+    MMIRAGE_ASSIGN_OR_RETURN(auto old, LineReader::Open(env, old_path));
+    size_t fpos = 0;
+    std::string buf;
+    for (uint64_t i = plan.ranges[p].begin;; ++i) {
+      if (fpos < f.size() && f[fpos] == i) {
+        ++fpos;
+        if (auto it = lines.find(i); it != lines.end()) {
+          MMIRAGE_TRY(writer->AddSerialized(p, it->second, 1));
+        } else if (auto jt = fails.find(i); jt != fails.end()) {
+          MMIRAGE_TRY(writer->AddError(p, i, jt->second.source, jt->second.error));
+          ++progress->rows_failed;
+        }
+      } else {
+        std::string_view line;
+        MMIRAGE_ASSIGN_OR_RETURN(bool more, old->Next(&line));
+        if (!more) break;
+        buf.assign(line);
+        buf.push_back('\n');
+        MMIRAGE_TRY(writer->AddSerialized(p, buf, 1));
+      }
+      writer->Advance(p, 1);
+      ++progress->rows_done;
     }
   }
   return Status::OK();
@@ -256,8 +345,9 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     const config::DatasetConfig& dc = config.loading.datasets[d];
     uint64_t fingerprint = DatasetFingerprint(config, d, opt.shard_id);
     // Published by an earlier attempt of this same config and shard, with no failed row: nothing to redo.
-    if (auto done = ReadCompletedShard(env, dc.output_dir, opt.shard_id);
-        done && done->fingerprint == fingerprint && done->rows_failed == 0) {
+    auto done = ReadCompletedShard(env, dc.output_dir, opt.shard_id);
+    if (done && done->fingerprint != fingerprint) done.reset();
+    if (done && done->rows_failed == 0) {
       LOG_INFO("dataset " << dc.output_dir << ": shard " << opt.shard_id << " already complete ("
                           << done->rows_written << " rows); kept");
       report.rows_written += done->rows_written;
@@ -284,7 +374,15 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
       progress.rows_done += static_cast<int64_t>(rows);
       progress.rows_failed += (*writer)->rows_failed();
     }
-    Status s = ProcessDataset(env, config, *plan, generator.get(), writer->get(), &totals, &progress);
+    Status s;
+    if (done && !(*writer)->resumed()) {
+      LOG_INFO("dataset " << dc.output_dir << ": retrying the " << done->rows_failed
+                          << " failed row(s) of the previous attempt; the other rows are kept");
+      s = RedoFailedRows(env, config, *plan, generator.get(), writer->get(), &totals, &progress,
+                         JoinPath(dc.output_dir, "shard_" + std::to_string(opt.shard_id)));
+    } else {
+      s = ProcessDataset(env, config, *plan, generator.get(), writer->get(), &totals, &progress);
+    }
     if (!s.ok()) {
       // Keep what is committed: the next attempt resumes from there.
       if (s.IsUnavailable() && StopRequested()) {

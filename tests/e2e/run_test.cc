@@ -137,6 +137,36 @@ TEST_F(RunTest, BadRowsAreRecordedNeverWrittenAndFailTheShard) {
   EXPECT_EQ(ReadLines(dir_.Path("out/shard_0/errors.jsonl")).size(), 3u);
 }
 
+TEST_F(RunTest, TheNextAttemptRedoesOnlyTheFailedRows) {
+  // Rows 3 and 7 lack "text": the first attempt fails with 2 failed rows.
+  std::string good = MakeRows(10);
+  std::vector<std::string> rows;
+  for (size_t a = 0, b; (b = good.find('\n', a)) != std::string::npos; a = b + 1) rows.push_back(good.substr(a, b - a));
+  auto without_text = [](int i) {
+    return "{\"id\":" + std::to_string(i) + ",\"meta\":{\"lang\":\"en\"},\"tags\":[\"x\"]}";
+  };
+  std::string bad;
+  for (int i = 0; i < 10; ++i) bad += (i == 3 || i == 7 ? without_text(i) : rows[i]) + "\n";
+  WriteFile(dir_.Path("data.jsonl"), bad);
+  std::string cfg = Config();
+  EXPECT_EQ(RunMmirage("run --config " + cfg).exit_code, 1);
+  EXPECT_EQ(ReadLines(dir_.Path("out/shard_0/errors.jsonl")).size(), 2u);
+  // Fix rows 3 and 7, and change row 0: only the failed rows may be recomputed, so row 0 keeps its old output.
+  std::string fixed;
+  for (int i = 0; i < 10; ++i) fixed += (i == 0 ? "{\"id\":0,\"text\":\"CHANGED\",\"meta\":{\"lang\":\"en\"},\"tags\":[]}" : rows[i]) + "\n";
+  WriteFile(dir_.Path("data.jsonl"), fixed);
+  auto r = RunMmirage("run --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("retrying the 2 failed row(s)"), std::string::npos) << r.err;
+  auto out = ReadLines(dir_.Path("out/shard_0/data.jsonl"));
+  ASSERT_EQ(out.size(), 10u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(ParseJson(out[i])->Find("id")->as_int(), i);
+  EXPECT_EQ(out[0].find("CHANGED"), std::string::npos);  // kept, not recomputed
+  EXPECT_NE(out[3].find("country 3"), std::string::npos);
+  EXPECT_EQ(ReadFile(dir_.Path("out/shard_0/errors.jsonl")), "");
+  EXPECT_EQ(Status(0).Find("retry_count")->as_int(), 2);
+}
+
 TEST_F(RunTest, OptionalAndDefaultInputs) {
   WriteFile(dir_.Path("data.jsonl"), "{\"text\":\"a\",\"id\":1,\"tags\":[]}\n");
   std::string cfg = Config();
