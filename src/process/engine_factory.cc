@@ -5,10 +5,11 @@
 
 #include "data/json.h"
 #include "process/model_ref.h"
+#include "util/process.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/net.h"
-#include "util/subprocess.h"
+#include "util/process.h"
 
 namespace mmirage::process {
 namespace {

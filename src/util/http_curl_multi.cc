@@ -116,9 +116,11 @@ void Finish(CURL* h, CURLcode code, Transfer* t) {
       resp.transport = HttpTransport::kConnect;
       break;
     case CURLE_OPERATION_TIMEDOUT: {
-      curl_off_t connect_us = 0;  // 0: no connection was ever made (a connect timeout: unreachable)
-      curl_easy_getinfo(h, CURLINFO_CONNECT_TIME_T, &connect_us);
-      resp.transport = connect_us == 0 ? HttpTransport::kConnect : HttpTransport::kTimeout;
+      // A connect timeout means unreachable; after the request went out (on a new or a reused keep-alive
+      // connection, whose connect time reads 0) it is a response timeout.
+      long request_bytes = 0;
+      curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &request_bytes);
+      resp.transport = request_bytes == 0 ? HttpTransport::kConnect : HttpTransport::kTimeout;
       break;
     }
     default:
