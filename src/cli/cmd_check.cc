@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/shard_commands.h"
+#include "exec/local_executor.h"
 #include "cli/slurm_cli.h"
 #include "data/json.h"
 #include "util/log.h"
@@ -43,18 +44,7 @@ int Check(const CheckOptions& o) {
   exec::Classification c = exec::ClassifyShards(co);
   PrintClassification(c, o.json);
   if (!o.retry || c.failed.empty()) return c.AllSucceeded() ? kExitOk : kExitFailure;
-  if (config->execution.mode == "slurm") {  // one array job of exactly the retryable shards (--array=1,5,9)
-    if (!ConfirmRetry(c.failed.size(), o.yes, o.json)) return kExitFailure;
-    Status submitted = SubmitSlurmShards(*config, c.failed, o.stats);
-    if (!submitted.ok()) ReportError(submitted);
-    return submitted.ok() ? kExitOk : kExitFailure;
-  }
-  if (!ConfirmRetry(c.failed.size(), o.yes, o.json)) return kExitFailure;
-  int failures = RerunShardsLocally(config->path, c.failed, o.common.log_level, o.stats);
-  if (failures > 0) LOG_WARN(failures << " re-run shard(s) failed again");
-  exec::Classification after = exec::ClassifyShards(co);
-  PrintClassification(after, o.json);
-  return after.AllSucceeded() ? kExitOk : kExitFailure;
+  return RetryShards(*config, co, c, RetryRequest{o.yes, o.json, o.stats, o.common.log_level});
 }
 
 }  // namespace
@@ -98,37 +88,31 @@ bool ConfirmRetry(size_t n, bool yes, bool prompt_on_stderr) {
   return answer == "y" || answer == "yes";
 }
 
-int RerunShardsLocally(const std::string& config_path, const std::vector<int64_t>& ids, const std::string& log_level,
-                       bool stats) {
+int RetryShards(const config::Config& config, const exec::ClassifyOptions& co, const exec::Classification& c,
+                const RetryRequest& request) {
+  if (!ConfirmRetry(c.failed.size(), request.yes, request.json)) return kExitFailure;
+  if (config.execution.mode == "slurm") {  // one array job of exactly the retryable shards (--array=1,5,9)
+    Status submitted = SubmitSlurmShards(config, c.failed, request.stats);
+    if (!submitted.ok()) ReportError(submitted);
+    return submitted.ok() ? kExitOk : kExitFailure;
+  }
   auto self = SelfExecutablePath();
   if (!self.ok()) {
-    LOG_ERROR("Error: cannot find the mmirage binary: " << self.status().message());
-    return static_cast<int>(ids.size());
+    ReportError(self.status().WithContext("cannot find the mmirage binary"));
+    return kExitFailure;
   }
-  LOG_INFO("Retrying failed shards locally: " << JoinIds(ids));
-  int failures = 0;
-  for (int64_t id : ids) {
-    std::vector<std::string> argv = {*self, "run", "--config", config_path, "--shard-id", std::to_string(id),
-                                     "--log-level", log_level};
-    if (stats) argv.push_back("--stats");
-    LOG_INFO("Running local shard processing: " << *self << " run --config " << config_path << " --shard-id "
-                                                << id);
-    SubprocessOptions so;
-    so.argv = std::move(argv);
-    so.stdout_path = "/dev/stderr";  // our stdout stays the table or JSON
-    auto child = Subprocess::Start(so);
-    if (!child.ok()) {
-      LOG_ERROR("Shard " << id << ": " << child.status().message());
-      ++failures;
-      continue;
-    }
-    int rc = (*child)->Wait();
-    if (rc != 0) {
-      LOG_ERROR("Shard " << id << " exited with code " << rc);
-      ++failures;
-    }
-  }
-  return failures;
+  LOG_INFO("Retrying failed shards locally: " << JoinIds(c.failed));
+  exec::LocalRunOptions lo;
+  lo.config_path = Env::Default()->AbsolutePath(config.path);
+  lo.binary = *self;
+  lo.log_level = request.log_level;
+  lo.collect_stats = request.stats;
+  lo.shard_ids = c.failed;
+  lo.stdout_to_stderr = true;
+  (void)exec::RunAllShardsLocally(Env::Default(), config, lo);
+  exec::Classification after = exec::ClassifyShards(co);
+  PrintClassification(after, request.json);
+  return after.AllSucceeded() ? kExitOk : kExitFailure;
 }
 
 Runner RegisterCheck(CLI::App* app) {

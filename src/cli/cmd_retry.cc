@@ -40,18 +40,7 @@ int Retry(const RetryOptions& o) {
     LOG_INFO("All shards already succeeded.");
     return kExitOk;
   }
-  if (config->execution.mode == "slurm") {  // one array job of exactly the retryable shards (--array=1,5,9)
-    if (!ConfirmRetry(c.failed.size(), o.yes, o.json)) return kExitFailure;
-    Status submitted = SubmitSlurmShards(*config, c.failed, o.stats);
-    if (!submitted.ok()) ReportError(submitted);
-    return submitted.ok() ? kExitOk : kExitFailure;
-  }
-  if (!ConfirmRetry(c.failed.size(), o.yes, o.json)) return kExitFailure;
-  int failures = RerunShardsLocally(config->path, c.failed, o.common.log_level, o.stats);
-  if (failures > 0) LOG_WARN(failures << " re-run shard(s) failed again");
-  exec::Classification after = exec::ClassifyShards(co);
-  PrintClassification(after, o.json);
-  return after.AllSucceeded() ? kExitOk : kExitFailure;
+  return RetryShards(*config, co, c, RetryRequest{o.yes, o.json, o.stats, o.common.log_level});
 }
 
 }  // namespace

@@ -22,11 +22,16 @@ void PrintClassification(const exec::Classification& c, bool json);
 // cli.md §3.2 with our fix: `-y` skips the prompt; without a terminal on stdin → a message and false; otherwise
 // asks "Retry <n> shard(s)? (y/N) " (on stderr when `prompt_on_stderr`, so that stdout stays JSON) and accepts
 // "y" and "yes" (trimmed, any case).
-bool ConfirmRetry(size_t n, bool yes, bool prompt_on_stderr);
-
-// Runs `<this binary> run --config <config_path> --shard-id N [--log-level L] [--stats]` for each id in turn, the
-// children's stdout sent to our stderr. Returns the number of shards whose run exited non-zero.
-int RerunShardsLocally(const std::string& config_path, const std::vector<int64_t>& ids, const std::string& log_level,
-                       bool stats);
+// What `check --retry` and `retry` were asked for.
+struct RetryRequest {
+  bool yes = false;    // -y: no confirmation
+  bool json = false;   // --json: the prompt goes to stderr, our stdout stays JSON
+  bool stats = false;  // --stats for the re-run shards
+  std::string log_level = "INFO";
+};
+// Confirms, then re-runs the retryable failed shards of `c` (locally, as worker processes, within their attempt
+// budget) or resubmits them (SLURM), and prints the classification afterwards. Returns the exit code.
+int RetryShards(const config::Config& config, const exec::ClassifyOptions& co, const exec::Classification& c,
+                const RetryRequest& request);
 
 }  // namespace mmirage::cli

@@ -31,7 +31,11 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
   auto attempts_of = [&](int64_t id) { return ShardState(env, config.loading.state_dir, id).Read(); };
 
   std::deque<int64_t> queue;
-  for (int64_t id = 0; id < n; ++id) {
+  std::vector<int64_t> ids = options.shard_ids;
+  if (ids.empty()) {
+    for (int64_t id = 0; id < n; ++id) ids.push_back(id);
+  }
+  for (int64_t id : ids) {
     ShardRecord r = attempts_of(id);
     if (r.status == "success") {
       LOG_INFO("Shard " << id << " already succeeded; skipped");
@@ -58,6 +62,7 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
                  "--log-level", options.log_level};
       if (options.collect_stats) so.argv.push_back("--stats");
       so.env_overrides = {{"SLURM_ARRAY_TASK_ID", std::to_string(id)}};
+      if (options.stdout_to_stderr) so.stdout_path = "/dev/stderr";
       auto p = Subprocess::Start(so);
       if (!p.ok()) {
         LOG_ERROR("cannot start shard " << id << ": " << p.status().message());
@@ -96,7 +101,7 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
   }
   if (stopping) return 128 + StopSignal();
   std::vector<int64_t> bad;
-  for (int64_t id = 0; id < n; ++id) {
+  for (int64_t id : ids) {
     if (attempts_of(id).status != "success") bad.push_back(id);
   }
   if (!bad.empty()) {

@@ -4,7 +4,9 @@
 // never re-run. A retried shard resumes at the row from its journal. Thread-safety: one call at a time.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "util/env.h"
@@ -16,6 +18,8 @@ struct LocalRunOptions {
   std::string binary;               // this binary's absolute path
   std::string log_level = "INFO";
   bool collect_stats = false;       // --stats for the workers
+  std::vector<int64_t> shard_ids;   // only these shards (empty: every shard)
+  bool stdout_to_stderr = false;    // workers' stdout to our stderr (keeps our stdout machine-readable)
 };
 
 // Returns the exit code: 0 when every shard succeeded, 1 when some exhausted their attempts, 128 + signal when
