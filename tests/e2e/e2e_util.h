@@ -7,6 +7,17 @@
 
 namespace mmirage::testing {
 
+// build/mmirage-make-test-model, next to the mmirage binary.
+inline std::string MakeTestModelTool() {
+  std::string bin = MMIRAGE_BINARY;
+  return bin.substr(0, bin.size() - std::string("mmirage").size()) + "mmirage-make-test-model";
+}
+
+// Writes a tiny synthetic GGUF model; false (after nothing else) when the tool is missing or fails.
+inline bool MakeTinyModel(const std::string& path, int seed) {
+  return RunCommand("'" + MakeTestModelTool() + "' --out '" + path + "' --seed " + std::to_string(seed)).exit_code == 0;
+}
+
 // {"id": i, "text": "...", "meta": {"lang": "en", "score": i*0.5}, "tags": [...]} × n, one per line.
 inline std::string MakeRows(int n) {
   std::string s;

@@ -7,19 +7,12 @@
 namespace mmirage::testing {
 namespace {
 
-std::string ToolPath() {
-  std::string bin = MMIRAGE_BINARY;
-  return bin.substr(0, bin.size() - std::string("mmirage").size()) + "mmirage-make-test-model";
-}
-
 // One tiny model for the whole binary.
 const std::string& TinyModel() {
   static TempDir* dir = new TempDir();  // lives until exit
   static std::string path = [] {
     std::string p = dir->Path("tiny.gguf");
-    auto r = RunCommand("'" + ToolPath() + "' --out '" + p + "' --seed 3");
-    if (r.exit_code != 0) p.clear();
-    return p;
+    return MakeTinyModel(p, 3) ? p : std::string();
   }();
   return path;
 }
@@ -57,7 +50,7 @@ std::string LlmConfig(const TempDir& d, const std::string& model, const std::str
 }
 
 TEST(LlmRunTest, PlainAndJsonOutputsAreWrittenTypedOrListedAsErrors) {
-  ASSERT_FALSE(TinyModel().empty()) << "cannot generate the synthetic model with " << ToolPath();
+  ASSERT_FALSE(TinyModel().empty()) << "cannot generate the synthetic model with " << MakeTestModelTool();
   TempDir d;
   WriteFile(d.Path("data.jsonl"), MakeRows(24));
   WriteFile(d.Path("cfg.yaml"), LlmConfig(d, TinyModel()) + "execution_params: {max_failed_rows: 24}\n");

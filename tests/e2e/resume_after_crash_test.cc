@@ -15,11 +15,6 @@
 namespace mmirage::testing {
 namespace {
 
-std::string ToolPath() {
-  std::string bin = MMIRAGE_BINARY;
-  return bin.substr(0, bin.size() - std::string("mmirage").size()) + "mmirage-make-test-model";
-}
-
 std::string Config(const TempDir& d, const std::string& model, const std::string& out, const std::string& state) {
   return "processors:\n"
          "  - type: llm\n"
@@ -78,7 +73,7 @@ int64_t CommittedRows(const std::string& out) {
 TEST(ResumeAfterCrashTest, KillNineTenTimesThenResumeGivesTheFaultFreeOutput) {
   TempDir d;
   std::string model = d.Path("tiny.gguf");
-  ASSERT_EQ(RunCommand("'" + ToolPath() + "' --out '" + model + "' --seed 5").exit_code, 0) << ToolPath();
+  ASSERT_TRUE(MakeTinyModel(model, 5)) << "cannot generate the synthetic model with " << MakeTestModelTool();
   WriteFile(d.Path("data.jsonl"), MakeRows(150));
 
   // Fault-free reference.

@@ -11,112 +11,14 @@
 #include <thread>
 #include <vector>
 
+#include "support/local_http_server.h"
 #include "support/test_util.h"
 #include "util/log.h"
 
 namespace mmirage::process {
 namespace {
 
-// A file server on 127.0.0.1 (a free port chosen by the OS) that logs each request's path, Authorization and
-// Range headers, answers Range requests with 206 (or ignores them in "norange" mode, or 416 past the end),
-// and redirects /redirect/<p> to /<p>. Same as in tests/unit/util/http_test.cc.
-// TODO(#issue): move to tests/support/ once a second user outside these two tests needs it.
-constexpr const char* kServerPy = R"PY(
-import http.server, os, re, sys, urllib.parse
-root, port_file, log_file, mode = sys.argv[1:5]
-class H(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *args): pass
-    def do_GET(self):
-        with open(log_file, 'a') as f:
-            f.write('%s auth=%s range=%s\n' % (self.path, self.headers.get('Authorization', ''),
-                                                self.headers.get('Range', '')))
-        path = urllib.parse.unquote(self.path.split('?')[0])
-        if path.startswith('/redirect/'):
-            self.send_response(302)
-            self.send_header('Location', path[len('/redirect'):])
-            self.send_header('Content-Length', '0')
-            self.end_headers()
-            return
-        full = os.path.normpath(os.path.join(root, path.lstrip('/')))
-        if not full.startswith(root) or not os.path.isfile(full):
-            self.send_error(404)
-            return
-        data = open(full, 'rb').read()
-        m = re.match(r'bytes=(\d+)-$', self.headers.get('Range', ''))
-        start = 0
-        if m and mode != 'norange':
-            start = int(m.group(1))
-            if start >= len(data):
-                self.send_error(416)
-                return
-            self.send_response(206)
-            self.send_header('Content-Range', 'bytes %d-%d/%d' % (start, len(data) - 1, len(data)))
-        else:
-            self.send_response(200)
-        self.send_header('Content-Length', str(len(data) - start))
-        self.end_headers()
-        self.wfile.write(data[start:])
-srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
-with open(port_file + '.tmp', 'w') as f:
-    f.write(str(srv.server_address[1]))
-os.rename(port_file + '.tmp', port_file)
-srv.serve_forever()
-)PY";
-
-class LocalHttpServer {
- public:
-  // Serves `root`; `dir` holds the script, port file and request log. Check error() afterwards.
-  LocalHttpServer(const std::string& dir, const std::string& root, const std::string& mode = "range")
-      : log_path_(dir + "/requests.log") {
-    if (testing::RunCommand("command -v python3").exit_code != 0) {
-      error_ = "python3 is not on PATH: the download tests need it to serve files on 127.0.0.1";
-      return;
-    }
-    const std::string script = dir + "/server.py", port_file = dir + "/port";
-    testing::WriteFile(script, kServerPy);
-    testing::WriteFile(log_path_, "");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::execlp("python3", "python3", script.c_str(), root.c_str(), port_file.c_str(), log_path_.c_str(),
-               mode.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    // Wait (bounded) for the server to publish its port; it listens before writing the file.
-    for (int i = 0; i < 500 && port_ == 0; ++i) {
-      std::string p = testing::ReadFile(port_file);
-      if (!p.empty()) {
-        port_ = std::stoi(p);
-        break;
-      }
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        error_ = "the python3 test server exited before listening (status " + std::to_string(status) + ")";
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (port_ == 0) error_ = "the python3 test server did not start within 10 s";
-  }
-  ~LocalHttpServer() { Stop(); }
-
-  void Stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-  const std::string& error() const { return error_; }
-  int port() const { return port_; }
-  std::string Url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
-  std::vector<std::string> Requests() const { return testing::ReadLines(log_path_); }
-
- private:
-  std::string log_path_;
-  std::string error_;
-  pid_t pid_ = -1;
-  int port_ = 0;
-};
+using testing::LocalHttpServer;
 
 config::EnvLookup Vars(std::map<std::string, std::string> vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {
