@@ -70,6 +70,7 @@ std::unique_ptr<Child> StartChild(std::vector<std::string> argv, const std::stri
   o.stdout_path = log;
   o.stderr_path = "=stdout";
   o.new_process_group = true;
+  o.terminate_with_parent = true;  // a test killed midway leaves no server behind
   auto p = Subprocess::Start(o);
   if (!p.ok()) return nullptr;
   auto c = std::make_unique<Child>();
