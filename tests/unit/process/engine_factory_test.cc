@@ -1,0 +1,119 @@
+// Config → OpenAI engine options and managed server commands (process/engine_factory.h).
+#include "process/engine_factory.h"
+
+#include <gtest/gtest.h>
+
+#include "data/json.h"
+
+namespace mmirage::process {
+namespace {
+
+config::Processor Llm(const std::string& backend, const std::string& extra_json = "{}") {
+  config::Processor p;
+  p.type = "llm";
+  p.llm.backend = backend;
+  p.llm.model_path = "/models/m.gguf";
+  p.llm.extra_engine_args = *ParseJson(extra_json);
+  return p;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& a : v) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+config::EnvLookup Env(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& k) -> std::optional<std::string> {
+    auto it = vars.find(k);
+    return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+}
+
+TEST(EngineFactoryTest, EndpointMapsToEngineOptionsWithTheKeyFromTheEnvironment) {
+  config::Processor p = Llm("openai", R"({"max_running_requests": 48})");
+  config::EndpointConfig ep;
+  ep.base_url = "http://h:1/v1";
+  ep.api_key_env = "MY_KEY";
+  ep.mode = "completion";
+  ep.timeout_seconds = 30;
+  ep.max_retries = 3;
+  ep.down_timeout_seconds = 9;
+  p.llm.endpoint = ep;
+  auto o = MapOpenAiEngineOptions(p, Env({{"MY_KEY", "sk-1"}}));
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->base_url, "http://h:1/v1");
+  EXPECT_EQ(o->api_key, "sk-1");
+  EXPECT_EQ(o->mode, engine::OpenAiMode::kCompletion);
+  EXPECT_EQ(o->max_concurrency, 48);  // from max_running_requests
+  EXPECT_DOUBLE_EQ(o->timeout_seconds, 30);
+  EXPECT_EQ(o->max_retries, 3);
+  EXPECT_DOUBLE_EQ(o->down_timeout_seconds, 9);
+  EXPECT_EQ(o->num_gpus, 0);
+
+  p.llm.endpoint->max_concurrency = 5;
+  EXPECT_EQ(MapOpenAiEngineOptions(p, Env({{"MY_KEY", "k"}}))->max_concurrency, 5);
+  p.llm.extra_engine_args = Value::EmptyObject();
+  p.llm.endpoint->max_concurrency.reset();
+  EXPECT_EQ(MapOpenAiEngineOptions(p, Env({{"MY_KEY", "k"}}))->max_concurrency, 64);
+}
+
+TEST(EngineFactoryTest, AnUnsetKeyVariableIsAnErrorThatDoesNotLeakAnything) {
+  config::Processor p = Llm("openai");
+  p.llm.endpoint = config::EndpointConfig{};
+  p.llm.endpoint->base_url = "http://h/v1";
+  p.llm.endpoint->api_key_env = "MISSING";
+  auto o = MapOpenAiEngineOptions(p, Env({}));
+  ASSERT_FALSE(o.ok());
+  EXPECT_TRUE(o.status().IsInvalidArgument());
+  EXPECT_NE(o.status().message().find("'MISSING', which is not set"), std::string::npos);
+}
+
+TEST(EngineFactoryTest, OpenAiBackendNeedsAnEndpoint) {
+  EXPECT_TRUE(MapOpenAiEngineOptions(Llm("openai"), Env({})).status().IsInvalidArgument());
+  EXPECT_TRUE(MapOpenAiEngineOptions(Llm("llama-server"), Env({})).ok());  // managed: filled in at start
+}
+
+TEST(EngineFactoryTest, SglangCommandCarriesServerArgsAndExtrasAsFlags) {
+  config::Processor p = Llm("sglang", R"({"mem_fraction_static": 0.85, "enable_mixed_chunk": true,
+                                          "disable_radix_cache": false, "max_running_requests": 128})");
+  p.llm.model_path = "Qwen/Qwen3-4B";
+  p.llm.tp_size = 2;
+  auto argv = BuildServerCommand(p, 4321, p.llm.model_path, "/bin-dir");
+  ASSERT_TRUE(argv.ok());
+  EXPECT_EQ(Join(*argv),
+            "python -m sglang.launch_server --model-path Qwen/Qwen3-4B --host 127.0.0.1 --port 4321 --tp-size 2 "
+            "--trust-remote-code --mem-fraction-static 0.85 --enable-mixed-chunk --max-running-requests 128");
+  EXPECT_EQ(MapOpenAiEngineOptions(p, Env({}))->num_gpus, 2);
+}
+
+TEST(EngineFactoryTest, VllmCommandRenamesTheSglangKeys) {
+  config::Processor p = Llm("vllm", R"({"max_running_requests": 64, "context_length": 8192, "gpu_memory_utilization": 0.9})");
+  p.llm.trust_remote_code = false;
+  auto argv = BuildServerCommand(p, 99, "/m", "");
+  ASSERT_TRUE(argv.ok());
+  EXPECT_EQ(Join(*argv), "vllm serve /m --host 127.0.0.1 --port 99 --tensor-parallel-size 1 --max-num-seqs 64 "
+                         "--max-model-len 8192 --gpu-memory-utilization 0.9");
+}
+
+TEST(EngineFactoryTest, LlamaServerCommandSizesSlotsAndContext) {
+  config::Processor p = Llm("llama-server", R"({"max_running_requests": 4, "context_length": 512, "n_threads": 2,
+                                                "prefix_reuse": true, "n_gpu_layers": 99})");
+  auto argv = BuildServerCommand(p, 7, "/models/m.gguf", "/opt/mmirage/build");
+  ASSERT_TRUE(argv.ok());
+  EXPECT_EQ(Join(*argv), "/opt/mmirage/build/llama-server -m /models/m.gguf --host 127.0.0.1 --port 7 -np 4 "
+                         "-c 2048 --threads 2 --n-gpu-layers 99");
+  config::Processor d = Llm("llama-server");
+  EXPECT_EQ(Join(*BuildServerCommand(d, 7, "/m", "/b")), "/b/llama-server -m /m --host 127.0.0.1 --port 7 -np 8 -c 32768");
+}
+
+TEST(EngineFactoryTest, AGivenServerCommandIsUsedVerbatimWithSubstitutions) {
+  config::Processor p = Llm("sglang", R"({"ignored": 1})");
+  p.llm.server_command = {"my-server", "--model={model_path}", "--port", "{port}"};
+  EXPECT_EQ(Join(*BuildServerCommand(p, 5000, "/m", "")), "my-server --model=/m --port 5000");
+  p.llm.server_command = {"exec my-server --port {port} --port2 {port}"};
+  EXPECT_EQ(Join(*BuildServerCommand(p, 5000, "/m", "")), "/bin/sh -c exec my-server --port 5000 --port2 5000");
+}
+
+}  // namespace
+}  // namespace mmirage::process
