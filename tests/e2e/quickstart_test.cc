@@ -22,6 +22,8 @@ TEST(QuickstartTest, RewriteRunsOnTheRealModel) {
   std::string cfg = ReadFile(src + "/examples/quickstart/rewrite.yaml");
   ASSERT_FALSE(cfg.empty());
   cfg = Replace(cfg, "build/models/smollm2-135m-instruct-q4_1.gguf", model);
+  // One decode thread: ctest runs tests two at a time on 2 cores, and oversubscribed OpenMP threads spin.
+  cfg = Replace(cfg, "        context_length: 1024", "        context_length: 1024\n        n_threads: 1");
   cfg = Replace(cfg, "examples/quickstart/data.jsonl", src + "/examples/quickstart/data.jsonl");
   cfg = Replace(cfg, "output_dir: out/rewrite", "output_dir: " + d.Path("out"));
   cfg = Replace(cfg, "state_dir: out/rewrite/state", "state_dir: " + d.Path("state"));
