@@ -31,8 +31,7 @@ const std::string& TinyModel() {
   static TempDir* dir = new TempDir();  // lives until exit
   static std::string path = [] {
     std::string p = dir->Path("tiny.gguf");
-    auto r = RunCommand("'" + BinDir() + "/mmirage-make-test-model' --out '" + p + "' --preset tiny --seed 3");
-    if (r.exit_code != 0) p.clear();
+    if (!MakeTinyModel(p, 3)) p.clear();
     return p;
   }();
   return path;
@@ -87,7 +86,7 @@ class OpenAiE2eTest : public ::testing::Test {
     log_dir_ = new TempDir();
     int port = *FindFreeLoopbackPort();
     server_ = StartChild({LlamaServerPath(), "-m", TinyModel(), "--host", "127.0.0.1", "--port", std::to_string(port),
-                          "-np", "4", "-c", "2048"},
+                          "-np", "4", "-c", "2048", "--threads", "1"},  // ctest runs two tests at once on 2 cores
                          log_dir_->Path("llama-server.log"), port)
                   .release();
     if (server_ != nullptr && !WaitHealthy(port, 60)) {
@@ -259,7 +258,7 @@ TEST_F(OpenAiE2eTest, AManagedLlamaServerIsStartedAndStoppedWithoutOrphans) {
                    "    backend: llama-server\n"
                    "    server_args:\n"
                    "      model_path: " + model + "\n"
-                   "      extra_engine_args: {max_running_requests: 4, context_length: 512}\n"
+                   "      extra_engine_args: {max_running_requests: 4, context_length: 512, n_threads: 1}\n"
                    "    endpoint: {base_url: \"http://ignored.invalid/v1\", max_retries: 2}\n",
                    12, false));
   auto r = RunMmirage("run --config " + d.Path("cfg.yaml"));
@@ -284,7 +283,7 @@ TEST_F(OpenAiE2eTest, AManagedServerIsGoneAfterMmirageIsKilled) {
                    "    backend: llama-server\n"
                    "    server_args:\n"
                    "      model_path: " + model + "\n"
-                   "      extra_engine_args: {max_running_requests: 2, context_length: 512}\n",
+                   "      extra_engine_args: {max_running_requests: 2, context_length: 512, n_threads: 1}\n",
                    2000, false));
   auto run = StartChild({MMIRAGE_BINARY, "run", "--config", d.Path("cfg.yaml")}, d.Path("mmirage.log"), 0);
   ASSERT_NE(run, nullptr);
