@@ -69,6 +69,8 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
                       Progress* progress) {
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
   const auto& ex = config.execution;
+  const int64_t commit_every_rows =
+      ex.commit_every_rows.value_or(config.processing.outputs.empty() ? 1000000 : 256);
   uint64_t last_commit_us = env->MonotonicMicros();
   int64_t uncommitted = 0;
   for (size_t p = 0; p < plan.parts.size(); ++p) {
@@ -84,7 +86,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
       progress->rows_failed += static_cast<int64_t>(batch.failures.size());
       uncommitted += static_cast<int64_t>(handled);
       uint64_t now = env->MonotonicMicros();
-      if (uncommitted >= ex.commit_every_rows ||
+      if (uncommitted >= commit_every_rows ||
           static_cast<double>(now - last_commit_us) >= ex.commit_interval_seconds * 1e6) {
         MMIRAGE_TRY(writer->Commit());
         uncommitted = 0;

@@ -27,7 +27,7 @@ struct ShardRunOptions {
   std::optional<std::string> slurm_array_task_id;
   bool collect_gpu_stats = false;                  // --stats / MMIRAGE_COLLECT_STATS=1
   std::optional<std::string> cuda_visible_devices;  // picks the GPUs the poller watches
-  // Makes the engines of model outputs; default: the embedded llama.cpp engine. Injectable for tests.
+  // Makes the engines of model outputs; default: process::DefaultEngineFactory() (by backend). Injectable for tests.
   process::EngineFactory engine_factory;
 };
 
