@@ -1,5 +1,7 @@
 // `mmirage run`: run one shard locally (the --shard-id given, else the config's), then merge when
 // execution_params.merge is true.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -23,6 +25,8 @@ struct RunOptions {
   std::optional<int64_t> shard_id;
   bool force_retry = false;
   bool stats = false;
+  bool quiet = false;
+  std::string progress = "auto";
   std::string export_prompts;
 };
 
@@ -64,6 +68,8 @@ int Run(const RunOptions& o) {
   ro.slurm_array_task_id = GetEnvVar("SLURM_ARRAY_TASK_ID");
   ro.collect_gpu_stats = o.stats || GetEnvVar("MMIRAGE_COLLECT_STATS").value_or("") == "1";
   ro.cuda_visible_devices = GetEnvVar("CUDA_VISIBLE_DEVICES");
+  ro.quiet = o.quiet || o.progress == "none";
+  ro.progress_on_terminal = o.progress == "terminal" || (o.progress == "auto" && ::isatty(2) == 1);
   InstallStopSignalHandlers();
   auto report = pipeline::RunShard(ro);
   if (!report.ok()) {
@@ -87,6 +93,10 @@ Runner RegisterRun(CLI::App* app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--force-retry", o->force_retry, "Retry failed shards even if execution_params.retry is false");
   cmd->add_flag("--stats", o->stats, "Sample GPU utilisation while running (MMIRAGE_COLLECT_STATS=1)");
+  cmd->add_flag("-q,--quiet", o->quiet, "No progress display (the log still reports start, end and errors)");
+  cmd->add_option("--progress", o->progress,
+                  "auto (a live line on a terminal, else a log line every 10 s), terminal, log or none")
+      ->check(CLI::IsMember({"auto", "terminal", "log", "none"}));
   cmd->add_option("--export-prompts", o->export_prompts, "batch_api dry run: write the request files here");
   return [o]() { return Run(*o); };
 }

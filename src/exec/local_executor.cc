@@ -61,6 +61,8 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       so.argv = {options.binary, "run", "--config", options.config_path, "--shard-id", std::to_string(id),
                  "--log-level", options.log_level};
       if (options.collect_stats) so.argv.push_back("--stats");
+      // Several workers share the terminal: each reports progress as log lines, not as a live line.
+      so.argv.insert(so.argv.end(), {"--progress", "log"});
       so.env_overrides = {{"SLURM_ARRAY_TASK_ID", std::to_string(id)}};
       if (options.stdout_to_stderr) so.stdout_path = "/dev/stderr";
       auto p = Subprocess::Start(so);

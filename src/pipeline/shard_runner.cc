@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <atomic>
@@ -199,8 +200,10 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
 // and a plain progress line to the log every `log_every` seconds.
 class ProgressReporter {
  public:
-  ProgressReporter(Env* env, std::string state_dir, const Progress* progress, int64_t shard_id)
-      : env_(env), state_dir_(std::move(state_dir)),
+  enum class Display { kQuiet, kLog, kTerminal };  // kLog: a line every 10 s; kTerminal: a live line
+  ProgressReporter(Env* env, std::string state_dir, const Progress* progress, const StreamTotals* totals,
+                   int64_t shard_id, Display display)
+      : env_(env), state_dir_(std::move(state_dir)), totals_(totals), display_(display),
         path_(JoinPath(JoinPath(state_dir_, "shard_" + std::to_string(shard_id)), "progress.json")),
         progress_(progress), shard_id_(shard_id), start_us_(env->MonotonicMicros()) {
     (void)WriteFileAtomically(env_, path_, ToJson(Snapshot()) + "\n");  // not the previous attempt's progress
@@ -214,6 +217,7 @@ class ProgressReporter {
     }
     cv_.notify_all();
     thread_.join();
+    if (display_ == Display::kTerminal) std::fputs("\n", stderr);
   }
 
  private:
@@ -224,14 +228,39 @@ class ProgressReporter {
       Value v = Snapshot();
       (void)WriteFileAtomically(env_, path_, ToJson(v) + "\n");
       (void)TouchHeartbeat(env_, state_dir_, shard_id_);  // a silent `running` shard is stale, not running
-      if (++tick % 10 == 0) {
-        LOG_INFO("shard " << shard_id_ << ": " << v.Find("rows_done")->as_int() << " rows"
-                          << (progress_->rows_total >= 0 ? "/" + std::to_string(progress_->rows_total.load()) : "")
-                          << ", " << v.Find("rows_failed")->as_int() << " failed, "
-                          << FormatDouble(v.Find("rows_per_sec")->as_double()) << " rows/s");
+      ++tick;
+      if (display_ == Display::kTerminal) {
+        std::fprintf(stderr, "\r\033[K%s", Line(v).c_str());
+        std::fflush(stderr);
+      } else if (display_ == Display::kLog && tick % 10 == 0) {
+        LOG_INFO(Line(v));
       }
     }
   }
+  // "shard 2: 1200/5000 rows (24%), 35.2 rows/s, 812 tok/s, 3 failed, ETA 1m48s"
+  std::string Line(const Value& v) const {
+    int64_t done = v.Find("rows_done")->as_int(), total = progress_->rows_total;
+    double rps = v.Find("rows_per_sec")->as_double();
+    double secs = static_cast<double>(env_->MonotonicMicros() - start_us_) / 1e6;
+    std::string line = "shard " + std::to_string(shard_id_) + ": " + std::to_string(done);
+    if (total >= 0) {
+      line += "/" + std::to_string(total) + " rows (" +
+              std::to_string(total > 0 ? done * 100 / total : 100) + "%)";
+    } else {
+      line += " rows";
+    }
+    line += ", " + FormatDouble(rps) + " rows/s";
+    if (totals_->completion_tokens > 0 && secs > 0)
+      line += ", " + FormatDouble(RoundTo(static_cast<double>(totals_->completion_tokens) / secs, 1)) + " tok/s";
+    line += ", " + std::to_string(v.Find("rows_failed")->as_int()) + " failed";
+    if (total > done && rps > 0) {
+      int64_t eta = static_cast<int64_t>(static_cast<double>(total - done) / rps);
+      line += ", ETA " + (eta >= 3600 ? std::to_string(eta / 3600) + "h" : "") +
+              (eta >= 60 ? std::to_string(eta / 60 % 60) + "m" : "") + std::to_string(eta % 60) + "s";
+    }
+    return line;
+  }
+
   Value Snapshot() const {
     double secs = static_cast<double>(env_->MonotonicMicros() - start_us_) / 1e6;
     Value v = Value::EmptyObject();
@@ -247,6 +276,8 @@ class ProgressReporter {
 
   Env* env_;
   std::string state_dir_;
+  const StreamTotals* totals_;
+  Display display_;
   std::string path_;
   const Progress* progress_;
   int64_t shard_id_;
@@ -342,7 +373,10 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   int64_t known_total = 0;
   bool total_known = config.loading.num_shards > 1;
   std::unique_ptr<ProgressReporter> reporter(
-      new ProgressReporter(env, config.loading.state_dir, &progress, opt.shard_id));
+      new ProgressReporter(env, config.loading.state_dir, &progress, &totals, opt.shard_id,
+                           opt.quiet ? ProgressReporter::Display::kQuiet
+                           : opt.progress_on_terminal ? ProgressReporter::Display::kTerminal
+                                                      : ProgressReporter::Display::kLog));
   for (size_t d = 0; d < config.loading.datasets.size(); ++d) {
     const config::DatasetConfig& dc = config.loading.datasets[d];
     uint64_t fingerprint = DatasetFingerprint(config, d, opt.shard_id);

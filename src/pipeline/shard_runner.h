@@ -26,6 +26,8 @@ struct ShardRunOptions {
   std::optional<std::string> slurm_job_id;         // recorded in status.json
   std::optional<std::string> slurm_array_task_id;
   bool collect_gpu_stats = false;                  // --stats / MMIRAGE_COLLECT_STATS=1
+  bool progress_on_terminal = false;               // a live progress line (stderr is a terminal)
+  bool quiet = false;                              // no progress display at all (--quiet)
   std::optional<std::string> cuda_visible_devices;  // picks the GPUs the poller watches
   // Makes the engines of model outputs; default: process::DefaultEngineFactory() (by backend). Injectable for tests.
   process::EngineFactory engine_factory;

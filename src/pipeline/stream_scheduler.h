@@ -6,6 +6,7 @@
 // generation); engine threads only post completions back. Thread-safety: one call at a time.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -23,10 +24,11 @@ struct StreamOptions {
   double stop_grace_seconds = 20;  // after a stop request: wait this long for rows in flight, then abandon them
 };
 
+// Counters of a streaming run; atomics so that a progress reporter may read them while the run updates them.
 struct StreamTotals {
-  int64_t prompt_tokens = 0;
-  int64_t completion_tokens = 0;
-  int64_t generations = 0;  // requests sent, retries included
+  std::atomic<int64_t> prompt_tokens{0};
+  std::atomic<int64_t> completion_tokens{0};
+  std::atomic<int64_t> generations{0};  // requests sent, retries included
 };
 
 // Streams `stream` through extract → (render prompt → generate)* → render output. Row failures go to the

@@ -56,9 +56,9 @@ pid_t StartRun(const std::string& cfg, const std::string& log) {
 }
 
 // Sum of committed rows over the shards' journals and published shards.
-int64_t CommittedRows(const std::string& out) {
+int64_t CommittedRows(const std::string& out, int shards = 3) {
   int64_t n = 0;
-  for (int s = 0; s < 3; ++s) {
+  for (int s = 0; s < shards; ++s) {
     std::string base = out + "/shard_" + std::to_string(s);
     auto j = ParseJson(ReadFile(base + ".tmp.partial/journal.json"));
     if (j.ok() && j->is_object()) {
@@ -123,6 +123,52 @@ TEST(ResumeAfterCrashTest, KillNineTenTimesThenResumeGivesTheFaultFreeOutput) {
   std::printf("kills: %d; rows processed but uncommitted at the kills (last progress snapshot vs journals): %lld "
               "(bound per kill: 3 committed-batch rows + 4 in flight)\n",
               kills, static_cast<long long>(lost_rows));
+}
+
+}  // namespace
+}  // namespace mmirage::testing
+
+namespace mmirage::testing {
+namespace {
+
+TEST(ResumeAfterCrashTest, SigtermCommitsMarksTheShardInterruptedAndResumes) {
+  TempDir d;
+  std::string model = d.Path("tiny.gguf");
+  ASSERT_TRUE(MakeTinyModel(model, 5));
+  WriteFile(d.Path("data.jsonl"), MakeRows(150));
+  std::string cfg = d.Path("cfg.yaml");
+  std::string text = Config(d, model, d.Path("out"), d.Path("state"));
+  text.replace(text.find("  num_shards: 3\n"), 15, "  num_shards: 1\n");
+  WriteFile(cfg, text);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    FILE* f = std::freopen(d.Path("run.log").c_str(), "w", stderr);
+    (void)f;
+    ::execl(MMIRAGE_BINARY, MMIRAGE_BINARY, "run", "--config", cfg.c_str(), "--shard-id", "0",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Wait until some rows are committed, then ask it to stop.
+  for (int i = 0; i < 300 && CommittedRows(d.Path("out"), 1) < 10; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << ReadFile(d.Path("run.log"));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << ReadFile(d.Path("run.log"));
+  auto st = ParseJson(ReadFile(d.Path("state/shard_0/status.json")));
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->Find("status")->as_string(), "failed");
+  EXPECT_NE(st->Find("error")->as_string().find("interrupted by SIGTERM"), std::string::npos);
+  int64_t committed = CommittedRows(d.Path("out"), 1);
+  EXPECT_GE(committed, 10);
+  EXPECT_LT(committed, 150);
+  EXPECT_FALSE(Exists(d.Path("out/shard_0/data.jsonl")));  // nothing published as done
+  auto r = RunMmirage("run --config " + cfg + " --shard-id 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("resuming shard 0 after " + std::to_string(committed) + " committed rows"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(ReadLines(d.Path("out/shard_0/data.jsonl")).size(), 150u);
 }
 
 }  // namespace
