@@ -21,7 +21,7 @@ struct SubprocessOptions {
   std::string stdout_path;                                        // empty: inherit; else appended to this file
   std::string stderr_path;                                        // empty: inherit; "=stdout": same as stdout
   bool new_process_group = false;                                 // Signal() then reaches the whole group
-  // Linux: the child gets SIGTERM when the thread that started it exits (PR_SET_PDEATHSIG), so a server we
+  // Linux: the child gets SIGKILL when the thread that started it exits (PR_SET_PDEATHSIG), so a server we
   // started does not outlive us even after a SIGKILL. REQUIRES: Start is called from a long-lived thread.
   bool terminate_with_parent = false;
 };

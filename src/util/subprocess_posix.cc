@@ -78,7 +78,7 @@ Result<pid_t> ForkExec(const SubprocessOptions& o, char** argv, char** envp) {
   pid_t pid = ::fork();
   if (pid == 0) {
     if (o.new_process_group) ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // our own death was abrupt: no graceful stop for the child either
     if (::getppid() != parent) ::_exit(127);  // the parent is already gone
     for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
     sigset_t none;
