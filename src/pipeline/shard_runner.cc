@@ -346,6 +346,15 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     return s;
   };
 
+  // Heartbeat and progress from now on: a long model load must not look like a dead shard.
+  StreamTotals totals;
+  Progress progress;
+  std::unique_ptr<ProgressReporter> reporter(
+      new ProgressReporter(env, config.loading.state_dir, &progress, &totals, opt.shard_id,
+                           opt.quiet ? ProgressReporter::Display::kQuiet
+                           : opt.progress_on_terminal ? ProgressReporter::Display::kTerminal
+                                                      : ProgressReporter::Display::kLog));
+
   // Model outputs: load the engines (counted as model load time).
   std::unique_ptr<process::OutputGenerator> generator;
   if (!config.processing.outputs.empty()) {
@@ -360,7 +369,6 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     LOG_INFO("Model loaded in " << FormatDouble(RoundTo(generator->LoadSeconds(), 3)) << " s ("
                                 << generator->Capacity() << " parallel sequences)");
   }
-  StreamTotals totals;
   // CPU utilisation always; GPU utilisation with --stats / MMIRAGE_COLLECT_STATS=1 (NVML, nvidia-smi fallback).
   UtilizationPollerOptions upo = DefaultUtilizationOptions(
       env, GpuDevicesForShard(opt.cuda_visible_devices, generator ? std::max(1, generator->NumGpus()) : 1));
@@ -369,14 +377,8 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   poller.Start();
 
   std::vector<std::string> error_files;
-  Progress progress;
   int64_t known_total = 0;
   bool total_known = config.loading.num_shards > 1;
-  std::unique_ptr<ProgressReporter> reporter(
-      new ProgressReporter(env, config.loading.state_dir, &progress, &totals, opt.shard_id,
-                           opt.quiet ? ProgressReporter::Display::kQuiet
-                           : opt.progress_on_terminal ? ProgressReporter::Display::kTerminal
-                                                      : ProgressReporter::Display::kLog));
   for (size_t d = 0; d < config.loading.datasets.size(); ++d) {
     const config::DatasetConfig& dc = config.loading.datasets[d];
     uint64_t fingerprint = DatasetFingerprint(config, d, opt.shard_id);
