@@ -217,10 +217,14 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
       dd.Set("splits", list);
       MMIRAGE_TRY(WriteFileAtomically(env, JoinPath(tmp, "dataset_dict.json"), ToJson(dd) + "\n"));
     }
-    if (rep.error_rows > 0) {
-      MMIRAGE_ASSIGN_OR_RETURN(auto out, env->NewWritableFile(JoinPath(tmp, "errors.jsonl")));
+    // Side files, concatenated in shard order when any shard has one: failed rows and per-row token usage.
+    for (const char* side : {"errors.jsonl", "usage.jsonl"}) {
+      bool any = false;
+      for (const auto& [id, dir] : candidates) any = any || env->FileExists(JoinPath(dir, side));
+      if (!any || (std::string(side) == "errors.jsonl" && rep.error_rows == 0)) continue;
+      MMIRAGE_ASSIGN_OR_RETURN(auto out, env->NewWritableFile(JoinPath(tmp, side)));
       for (const auto& [id, dir] : candidates) {
-        std::string ef = JoinPath(dir, "errors.jsonl");
+        std::string ef = JoinPath(dir, side);
         if (env->FileExists(ef)) MMIRAGE_TRY(CopyLines(env, ef, out.get(), nullptr).status());
       }
       MMIRAGE_TRY(out->Sync());

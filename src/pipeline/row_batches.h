@@ -27,6 +27,9 @@ struct ProcessedBatch {
     RowError error;
   };
   std::vector<Failure> failures;
+  // Token usage of rows that called a model, one JSON line per row in row order:
+  // {"row_index", "prompt_tokens", "completion_tokens", "generations"} (failed rows included: they cost tokens too).
+  std::string usage;
 };
 
 struct RowBatchOptions {

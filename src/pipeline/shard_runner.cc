@@ -81,6 +81,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
     auto sink = [&](ProcessedBatch& batch) -> Status {
       MMIRAGE_TRY(writer->AddSerialized(p, batch.lines, batch.rows));
       for (const auto& f : batch.failures) MMIRAGE_TRY(writer->AddError(p, f.row_index, f.source, f.error));
+      MMIRAGE_TRY(writer->AddUsage(batch.usage));
       uint64_t handled = static_cast<uint64_t>(batch.rows) + batch.failures.size();
       writer->Advance(p, handled);
       progress->rows_done += static_cast<int64_t>(handled);
@@ -130,6 +131,10 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
       failed[split && split->is_string() ? split->as_string() : ""].push_back(static_cast<uint64_t>(idx->as_int()));
     }
   }
+  // The published rows' token usage stays; the redone rows' usage is appended.
+  if (auto usage = env->ReadFileToString(JoinPath(published_dir, "usage.jsonl")); usage.ok()) {
+    MMIRAGE_TRY(writer->AddUsage(*usage));
+  }
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
   for (size_t p = 0; p < plan.parts.size(); ++p) {
     std::vector<uint64_t>& f = failed[plan.parts[p].split];
@@ -142,6 +147,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
       stream.SetIndexFilter(&f);
       size_t pos = 0;
       auto sink = [&](ProcessedBatch& b) -> Status {
+        MMIRAGE_TRY(writer->AddUsage(b.usage));
         std::set<uint64_t> failed_now;
         for (auto& x : b.failures) {
           failed_now.insert(x.row_index);

@@ -1,5 +1,6 @@
 #include "pipeline/shard_writer.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "data/json.h"
@@ -97,6 +98,9 @@ Status ShardWriter::Start() {
     errors_bytes_ = static_cast<uint64_t>(GetInt(*journal, "errors_bytes"));
     rows_failed_ = GetInt(*journal, "rows_failed");
     MMIRAGE_TRY(env_->TruncateFile(JoinPath(work_dir_, "errors.jsonl"), errors_bytes_));
+    usage_bytes_ = static_cast<uint64_t>(std::max<int64_t>(0, GetInt(*journal, "usage_bytes")));
+    if (env_->FileExists(JoinPath(work_dir_, "usage.jsonl")))
+      MMIRAGE_TRY(env_->TruncateFile(JoinPath(work_dir_, "usage.jsonl"), usage_bytes_));
     resumed_ = true;
   } else {
     MMIRAGE_TRY(env_->RemoveAll(work_dir_));
@@ -127,6 +131,18 @@ Status ShardWriter::AddSerialized(size_t split_index, std::string_view lines, in
     s.rows_written += rows;
     rows_written_ += rows;
   }
+  return status_;
+}
+
+Status ShardWriter::AddUsage(std::string_view lines) {
+  if (!status_.ok() || lines.empty()) return status_;
+  if (!usage_) {  // created on first use: model-free shards have none
+    auto f = env_->NewWritableFile(JoinPath(work_dir_, "usage.jsonl"), /*append=*/true);
+    if (!f.ok()) return status_ = f.status();
+    usage_ = std::move(*f);
+  }
+  status_ = usage_->Append(lines);
+  if (status_.ok()) usage_bytes_ += lines.size();
   return status_;
 }
 
@@ -164,6 +180,7 @@ Status ShardWriter::WriteJournal() {
   j.Set("fingerprint", Hex(options_.fingerprint));
   j.Set("splits", splits);
   j.Set("errors_bytes", static_cast<int64_t>(errors_bytes_));
+  j.Set("usage_bytes", static_cast<int64_t>(usage_bytes_));
   j.Set("rows_failed", rows_failed_);
   return WriteFileAtomically(env_, JoinPath(work_dir_, kJournal), ToJson(j) + "\n");
 }
@@ -176,6 +193,7 @@ Status ShardWriter::Commit() {
     if (!status_.ok()) return status_;
   }
   status_ = errors_->Sync();
+  if (status_.ok() && usage_) status_ = usage_->Sync();
   if (status_.ok()) status_ = WriteJournal();
   return status_;
 }
@@ -186,6 +204,7 @@ Status ShardWriter::Finish() {
     if (status_.ok()) status_ = s.file->Close();
   }
   if (status_.ok()) status_ = errors_->Close();
+  if (status_.ok() && usage_) status_ = usage_->Close();
   if (status_.ok()) {
     Value rec = Value::EmptyObject();
     rec.Set("fingerprint", Hex(options_.fingerprint));
@@ -220,6 +239,7 @@ Status ShardWriter::Finish() {
   if (status_.ok()) status_ = env_->SyncDir(Dirname(final_dir_));
   splits_.clear();
   errors_.reset();
+  usage_.reset();
   closed_ = true;
   lock_.reset();
   return status_;
@@ -229,6 +249,7 @@ void ShardWriter::Abandon() {
   // Unsynced bytes past the last commit are dropped at the next Open (the journal decides).
   splits_.clear();
   errors_.reset();
+  usage_.reset();
   closed_ = true;
   lock_.reset();
 }
@@ -236,6 +257,7 @@ void ShardWriter::Abandon() {
 void ShardWriter::Discard() {
   splits_.clear();
   errors_.reset();
+  usage_.reset();
   (void)env_->RemoveAll(work_dir_);
   closed_ = true;
   lock_.reset();

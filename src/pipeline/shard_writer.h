@@ -2,7 +2,7 @@
 // (model: LevelDB's TableBuilder — sticky status, ends in Finish(), Abandon() or Discard()).
 //
 // Work directory: `<output_dir>/shard_<id>.tmp.partial/` with `data.jsonl` (or `<split>/data.jsonl` per split, plus
-// `dataset_dict.json`), `errors.jsonl` and `journal.json`. Commit() fsyncs the files and then replaces the journal
+// `dataset_dict.json`), `errors.jsonl`, `usage.jsonl` (per-row tokens, model outputs only) and `journal.json`. Commit() fsyncs the files and then replaces the journal
 // (counts and byte offsets of everything committed). Open() on a work directory whose journal has the same
 // fingerprint truncates the files to the committed offsets and resumes: resume_rows() tells the caller how many
 // input rows of each split are already handled (written or recorded as failed), so a crash — kill -9 included —
@@ -58,6 +58,8 @@ class ShardWriter {
   Status AddSerialized(size_t split_index, std::string_view lines, int64_t rows);
   // Appends one failed row to errors.jsonl: {"row_index", "split", "source", "stage", "message"}.
   Status AddError(size_t split_index, uint64_t row_index, const std::string& source, const RowError& error);
+  // Appends per-row token usage lines (ProcessedBatch::usage) to usage.jsonl.
+  Status AddUsage(std::string_view lines);
   // Records that `rows` more input rows of the split were handled (what Commit makes durable).
   void Advance(size_t split_index, uint64_t rows) { splits_[split_index].rows_done += rows; }
   // Makes everything added so far durable and resumable.
@@ -96,6 +98,8 @@ class ShardWriter {
   std::vector<Split> splits_;
   std::unique_ptr<WritableFile> errors_;
   uint64_t errors_bytes_ = 0;
+  std::unique_ptr<WritableFile> usage_;
+  uint64_t usage_bytes_ = 0;
   std::string line_;  // reused serialisation buffer
   int64_t rows_written_ = 0;
   int64_t rows_failed_ = 0;

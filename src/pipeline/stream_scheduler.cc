@@ -19,6 +19,9 @@ struct RowState {
   Value row;
   Value vars;
   size_t next_output = 0;
+  int64_t prompt_tokens = 0;      // over the row's generations, retries included
+  int64_t completion_tokens = 0;
+  int64_t generations = 0;
 };
 
 // A finished row: its serialised line, or its failure.
@@ -26,7 +29,15 @@ struct Finished {
   bool ok = true;
   std::string line;
   ProcessedBatch::Failure failure;
+  std::string usage;  // the row's usage line ("" when it made no generation)
 };
+
+std::string UsageLine(const RowState& st) {
+  if (st.generations == 0) return "";
+  return "{\"row_index\":" + std::to_string(st.row_index) + ",\"prompt_tokens\":" + std::to_string(st.prompt_tokens) +
+         ",\"completion_tokens\":" + std::to_string(st.completion_tokens) +
+         ",\"generations\":" + std::to_string(st.generations) + "}\n";
+}
 
 struct Event {
   uint64_t seq;
@@ -144,6 +155,7 @@ class Scheduler {
     Finished f;
     AppendJson(out.value, &f.line);
     f.line.push_back('\n');
+    f.usage = UsageLine(st);
     finished_.emplace(seq, std::move(f));
     active_.erase(seq);
   }
@@ -159,6 +171,9 @@ class Scheduler {
     if (it == active_.end()) return;
     RowState st = std::move(it->second);
     active_.erase(it);
+    st.prompt_tokens += r.prompt_tokens;
+    st.completion_tokens += r.completion_tokens;
+    st.generations += r.attempts;
     if (!r.status.ok()) return Fail(seq, st, RowError{Stage::kGenerate, r.status.message()});
     st.vars.Set(transform_.outputs()[st.next_output].name, std::move(r.value));
     ++st.next_output;
@@ -169,6 +184,7 @@ class Scheduler {
     Finished f;
     f.ok = false;
     f.failure = ProcessedBatch::Failure{st.row_index, st.source, std::move(e)};
+    f.usage = UsageLine(st);
     finished_.emplace(seq, std::move(f));
     active_.erase(seq);
   }
@@ -184,6 +200,7 @@ class Scheduler {
       ProcessedBatch b;
       for (size_t i = 0; i < ready && i < options_.flush_rows; ++i) {
         auto it = finished_.begin();
+        b.usage += it->second.usage;
         if (it->second.ok) {
           b.lines += it->second.line;
           ++b.rows;

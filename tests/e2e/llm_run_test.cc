@@ -89,6 +89,19 @@ TEST(LlmRunTest, PlainAndJsonOutputsAreWrittenTypedOrListedAsErrors) {
   EXPECT_EQ(stats->Find("num_gpus")->as_int(), 0);  // CPU
   EXPECT_TRUE(stats->Find("tokens_per_sec_per_gpu")->is_null());
   EXPECT_TRUE(stats->Find("tokens_per_sec")->is_number());
+  // Per-row accounting: one usage line per row that called the model, summing to the shard's totals.
+  auto usage = ReadLines(d.Path("out/shard_0/usage.jsonl"));
+  EXPECT_EQ(usage.size(), 24u);
+  int64_t prompt = 0, completion = 0;
+  for (const auto& line : usage) {
+    auto u = ParseJson(line);
+    ASSERT_TRUE(u.ok()) << line;
+    EXPECT_GE(u->Find("generations")->as_int(), 2) << line;  // two outputs per row
+    prompt += u->Find("prompt_tokens")->as_int();
+    completion += u->Find("completion_tokens")->as_int();
+  }
+  EXPECT_EQ(prompt, stats->Find("input_tokens")->as_int());
+  EXPECT_EQ(completion, stats->Find("output_tokens")->as_int());
 }
 
 TEST(LlmRunTest, GreedyRunsAreReproducible) {
