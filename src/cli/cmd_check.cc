@@ -10,7 +10,6 @@
 #include "cli/slurm_cli.h"
 #include "data/json.h"
 #include "util/log.h"
-#include "util/subprocess.h"
 #include "util/process.h"
 
 namespace mmirage::cli {

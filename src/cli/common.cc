@@ -49,16 +49,4 @@ std::optional<config::Config> LoadConfigOrReport(const std::string& path, std::o
   return std::move(*c);
 }
 
-Runner RegisterPlanned(CLI::App* app, const std::string& name, const std::string& description) {
-  auto* cmd = app->add_subcommand(name, description + " (not available in this build yet)");
-  auto* opts = new CommonOptions();  // lives until exit
-  AddCommonOptions(cmd, opts, false);
-  cmd->add_option("--config,-c", opts->config_path, "MMIRAGE YAML config file");
-  cmd->allow_extras();
-  return [name]() {
-    std::cerr << "error: `mmirage " << name << "` is not available in this build yet\n";
-    return kExitFailure;
-  };
-}
-
 }  // namespace mmirage::cli

@@ -39,6 +39,5 @@ Runner RegisterMergeDir(CLI::App* app);
 Runner RegisterValidate(CLI::App* app);
 Runner RegisterPreview(CLI::App* app);
 Runner RegisterQuery(CLI::App* app);
-Runner RegisterPlanned(CLI::App* app, const std::string& name, const std::string& description);
 
 }  // namespace mmirage::cli
