@@ -52,9 +52,8 @@ void ProcessRow(const RowTransform& transform, uint64_t row_index, const std::st
   }
   auto vars = transform.Extract(*row);
   if (!vars.ok) return fail(std::move(vars.error));
-  auto rendered = transform.RenderOutput(*row, vars.value);
+  auto rendered = transform.RenderOutputJson(*row, vars.value, &out->lines);
   if (!rendered.ok) return fail(std::move(rendered.error));
-  AppendJson(rendered.value, &out->lines);
   out->lines.push_back('\n');
   ++out->rows;
 }

@@ -1,5 +1,7 @@
 #include "pipeline/row_transform.h"
 
+#include "data/json.h"
+
 namespace mmirage::pipeline {
 
 const char* StageName(Stage s) {
@@ -133,6 +135,96 @@ Status RowTransform::RenderNode(const config::OutputNode& node, const Value& var
     }
   }
   return Status::OK();
+}
+
+Status RowTransform::RenderNodeJson(const config::OutputNode& node, const Value& vars, std::string* out) const {
+  using Kind = config::OutputNode::Kind;
+  switch (node.kind) {
+    case Kind::kConst:
+      AppendJson(node.constant, out);
+      return Status::OK();
+    case Kind::kMap: {
+      out->push_back('{');
+      bool first = true;
+      for (const auto& [k, child] : node.members) {
+        if (!first) out->push_back(',');
+        first = false;
+        AppendJsonString(k, out);
+        out->push_back(':');
+        MMIRAGE_TRY(RenderNodeJson(child, vars, out));
+      }
+      out->push_back('}');
+      return Status::OK();
+    }
+    case Kind::kList: {
+      out->push_back('[');
+      for (size_t i = 0; i < node.items.size(); ++i) {
+        if (i > 0) out->push_back(',');
+        MMIRAGE_TRY(RenderNodeJson(node.items[i], vars, out));
+      }
+      out->push_back(']');
+      return Status::OK();
+    }
+    case Kind::kTemplate: {
+      if (node.plain_var) {  // keeps the variable's JSON type (see RenderNode)
+        if (const Value* v = vars.Find(*node.plain_var)) {
+          AppendJson(*v, out);
+          return Status::OK();
+        }
+      }
+      MMIRAGE_ASSIGN_OR_RETURN(std::string text, node.tmpl->Render(vars));
+      AppendJsonString(text, out);
+      return Status::OK();
+    }
+  }
+  return Status::OK();
+}
+
+StageResult<bool> RowTransform::RenderOutputJson(const Value& row, const Value& vars, std::string* out) const {
+  const auto& pp = config_->processing;
+  const size_t mark = out->size();
+  auto fail = [&](const Status& st) {
+    out->resize(mark);
+    return StageResult<bool>::Fail(Stage::kRenderOutput, st.message());
+  };
+  if (pp.remove_columns || !row.is_object()) {
+    Status st = RenderNodeJson(pp.output_schema, vars, out);
+    if (!st.ok()) return fail(st);
+    StageResult<bool> r;
+    r.value = true;
+    return r;
+  }
+  // Original columns in order (a schema key replaces its column in place), then the new schema columns.
+  const auto& members = pp.output_schema.members;
+  out->push_back('{');
+  bool first = true;
+  for (const auto& [k, v] : row.as_object()) {
+    if (!first) out->push_back(',');
+    first = false;
+    AppendJsonString(k, out);
+    out->push_back(':');
+    const config::OutputNode* replacement = nullptr;
+    for (const auto& m : members) {
+      if (m.first == k) replacement = &m.second;
+    }
+    if (replacement == nullptr) {
+      AppendJson(v, out);
+    } else if (Status st = RenderNodeJson(*replacement, vars, out); !st.ok()) {
+      return fail(st);
+    }
+  }
+  for (const auto& [k, child] : members) {
+    if (row.Find(k) != nullptr) continue;
+    if (!first) out->push_back(',');
+    first = false;
+    AppendJsonString(k, out);
+    out->push_back(':');
+    if (Status st = RenderNodeJson(child, vars, out); !st.ok()) return fail(st);
+  }
+  out->push_back('}');
+  StageResult<bool> r;
+  r.value = true;
+  return r;
 }
 
 StageResult<Value> RowTransform::RenderOutput(const Value& row, const Value& vars) const {

@@ -48,6 +48,9 @@ class RowTransform {
   // The output row: output_schema rendered with `vars`, assembled with the original columns per
   // remove_columns. Errors (stage kRenderOutput): a template error (e.g. attribute of an undefined name).
   StageResult<Value> RenderOutput(const Value& row, const Value& vars) const;
+  // The same output row, appended to *out as one compact JSON object, without building it as a Value first (the
+  // per-row hot path). On error *out is left as it was.
+  StageResult<bool> RenderOutputJson(const Value& row, const Value& vars, std::string* out) const;
 
   const std::vector<config::OutputVar>& outputs() const { return config_->processing.outputs; }
 
@@ -57,6 +60,7 @@ class RowTransform {
  private:
   Result<Value> ResolveImage(const Value& v) const;
   Status RenderNode(const config::OutputNode& node, const Value& vars, Value* out) const;
+  Status RenderNodeJson(const config::OutputNode& node, const Value& vars, std::string* out) const;
 
   const config::Config* config_;
   Env* env_;

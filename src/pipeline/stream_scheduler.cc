@@ -150,10 +150,9 @@ class Scheduler {
       });
       return;
     }
-    auto out = transform_.RenderOutput(st.row, st.vars);
-    if (!out.ok) return Fail(seq, st, out.error);
     Finished f;
-    AppendJson(out.value, &f.line);
+    auto out = transform_.RenderOutputJson(st.row, st.vars, &f.line);
+    if (!out.ok) return Fail(seq, st, out.error);
     f.line.push_back('\n');
     f.usage = UsageLine(st);
     finished_.emplace(seq, std::move(f));

@@ -40,6 +40,28 @@ TEST(RowTransformTest, PlainVariablesKeepEveryJsonType) {
             R"({"n":2.5,"b":false,"l":[1,"a"],"m":{"k":null},"z":null,"s":"2.5!","missing":"","const":7})");
 }
 
+TEST(RowTransformTest, DirectJsonRenderingEqualsTheValuePath) {
+  for (const char* remove : {"true", "false"}) {
+    auto c = MakeConfig(std::string("  inputs: [{name: n, key: n}, {name: l, key: l}]\n  outputs: []\n") +
+                        "  remove_columns: " + remove + "\n" +
+                        "  output_schema: {n: '{{ n }}', s: 'x{{ n }}', nested: {l: '{{ l }}', c: [1, '{{ l | length }}']}}\n");
+    RowTransform t(&c, Env::Default(), "");
+    Value row = Json(R"({"a": "\"q\"", "n": 2.5, "l": [1, "é"]})");
+    auto vars = t.Extract(row);
+    ASSERT_TRUE(vars.ok);
+    auto v = t.RenderOutput(row, vars.value);
+    ASSERT_TRUE(v.ok);
+    std::string direct = "prefix";
+    ASSERT_TRUE(t.RenderOutputJson(row, vars.value, &direct).ok);
+    EXPECT_EQ(direct, "prefix" + ToJson(v.value)) << remove;
+  }
+  auto bad = MakeConfig("  inputs: []\n  outputs: []\n  output_schema: {x: '{{ missing.attr }}'}\n");
+  RowTransform t(&bad, Env::Default(), "");
+  std::string out = "keep";
+  EXPECT_FALSE(t.RenderOutputJson(Json("{}"), Json("{}"), &out).ok);
+  EXPECT_EQ(out, "keep");
+}
+
 TEST(RowTransformTest, MissingRequiredInputIsAnExtractError) {
   auto c = MakeConfig("  inputs: [{name: q, key: a.b}]\n  outputs: []\n  output_schema: {q: '{{ q }}'}\n");
   RowTransform t(&c, Env::Default(), "");
