@@ -97,46 +97,6 @@ StageResult<std::string> RowTransform::RenderPrompt(size_t index, const Value& v
   return out;
 }
 
-// Renders into *out in place (this is the hot path: no intermediate Values are moved around).
-Status RowTransform::RenderNode(const config::OutputNode& node, const Value& vars, Value* out) const {
-  using Kind = config::OutputNode::Kind;
-  switch (node.kind) {
-    case Kind::kConst:
-      *out = node.constant;
-      return Status::OK();
-    case Kind::kMap: {
-      *out = Value(Value::Object{});
-      Value::Object& obj = out->mutable_object();
-      obj.reserve(node.members.size());
-      for (const auto& [k, child] : node.members) {
-        obj.emplace_back(k, Value());
-        MMIRAGE_TRY(RenderNode(child, vars, &obj.back().second));
-      }
-      return Status::OK();
-    }
-    case Kind::kList: {
-      *out = Value(Value::Array(node.items.size()));
-      Value::Array& arr = out->mutable_array();
-      for (size_t i = 0; i < node.items.size(); ++i) MMIRAGE_TRY(RenderNode(node.items[i], vars, &arr[i]));
-      return Status::OK();
-    }
-    case Kind::kTemplate: {
-      // A plain `{{ var }}` keeps the variable's JSON type, whatever it is (we deliberately differ from the
-      // original, which stringifies numbers and booleans). An absent variable renders as "".
-      if (node.plain_var) {
-        if (const Value* v = vars.Find(*node.plain_var)) {
-          *out = *v;
-          return Status::OK();
-        }
-      }
-      MMIRAGE_ASSIGN_OR_RETURN(std::string s, node.tmpl->Render(vars));
-      *out = Value(std::move(s));
-      return Status::OK();
-    }
-  }
-  return Status::OK();
-}
-
 Status RowTransform::RenderNodeJson(const config::OutputNode& node, const Value& vars, std::string* out) const {
   using Kind = config::OutputNode::Kind;
   switch (node.kind) {
@@ -166,7 +126,9 @@ Status RowTransform::RenderNodeJson(const config::OutputNode& node, const Value&
       return Status::OK();
     }
     case Kind::kTemplate: {
-      if (node.plain_var) {  // keeps the variable's JSON type (see RenderNode)
+      // A plain `{{ var }}` keeps the variable's JSON type, whatever it is (we deliberately differ from the
+      // original, which stringifies numbers and booleans). An absent variable renders as "".
+      if (node.plain_var) {
         if (const Value* v = vars.Find(*node.plain_var)) {
           AppendJson(*v, out);
           return Status::OK();
@@ -228,31 +190,14 @@ StageResult<bool> RowTransform::RenderOutputJson(const Value& row, const Value& 
 }
 
 StageResult<Value> RowTransform::RenderOutput(const Value& row, const Value& vars) const {
-  const auto& pp = config_->processing;
-  Value rendered_value;
-  Status st = RenderNode(pp.output_schema, vars, &rendered_value);
-  if (!st.ok()) return StageResult<Value>::Fail(Stage::kRenderOutput, st.message());
-  Value* rendered = &rendered_value;
+  // One implementation of the output rules (RenderOutputJson); this Value form serves preview, off the hot path.
+  std::string json;
+  auto r = RenderOutputJson(row, vars, &json);
+  if (!r.ok) return StageResult<Value>::Fail(r.error.stage, r.error.message);
+  auto v = ParseJson(json);
+  if (!v.ok()) return StageResult<Value>::Fail(Stage::kRenderOutput, v.status().message());
   StageResult<Value> out;
-  if (pp.remove_columns || !row.is_object()) {
-    out.value = std::move(*rendered);
-    return out;
-  }
-  // Original columns in order (a schema key replaces its column in place), then the new schema columns.
-  Value result = row;
-  Value::Object& obj = result.mutable_object();
-  for (auto& [k, v] : rendered->mutable_object()) {
-    bool replaced = false;
-    for (auto& m : obj) {
-      if (m.first == k) {
-        m.second = std::move(v);
-        replaced = true;
-        break;
-      }
-    }
-    if (!replaced) obj.emplace_back(k, std::move(v));
-  }
-  out.value = std::move(result);
+  out.value = std::move(*v);
   return out;
 }
 

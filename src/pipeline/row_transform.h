@@ -45,8 +45,9 @@ class RowTransform {
   // input that is null/missing, a JMESPath runtime error, an unresolvable image path.
   StageResult<Value> Extract(const Value& row) const;
 
-  // The output row: output_schema rendered with `vars`, assembled with the original columns per
-  // remove_columns. Errors (stage kRenderOutput): a template error (e.g. attribute of an undefined name).
+  // The output row: output_schema rendered with `vars` (a plain `{{ var }}` keeps the variable's JSON type, an
+  // absent one renders as ""), assembled with the original columns per remove_columns. Errors (stage
+  // kRenderOutput): a template error (e.g. attribute of an undefined name).
   StageResult<Value> RenderOutput(const Value& row, const Value& vars) const;
   // The same output row, appended to *out as one compact JSON object, without building it as a Value first (the
   // per-row hot path). On error *out is left as it was.
@@ -59,7 +60,6 @@ class RowTransform {
 
  private:
   Result<Value> ResolveImage(const Value& v) const;
-  Status RenderNode(const config::OutputNode& node, const Value& vars, Value* out) const;
   Status RenderNodeJson(const config::OutputNode& node, const Value& vars, std::string* out) const;
 
   const config::Config* config_;

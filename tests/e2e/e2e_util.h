@@ -18,6 +18,16 @@ inline bool MakeTinyModel(const std::string& path, int seed) {
   return RunCommand("'" + MakeTestModelTool() + "' --out '" + path + "' --seed " + std::to_string(seed)).exit_code == 0;
 }
 
+// One tiny model (seed 3) shared by the tests of a binary; "" when it cannot be made.
+inline const std::string& SharedTinyModel() {
+  static TempDir* dir = new TempDir();  // lives until exit
+  static std::string path = [] {
+    std::string p = dir->Path("tiny.gguf");
+    return MakeTinyModel(p, 3) ? p : std::string();
+  }();
+  return path;
+}
+
 // {"id": i, "text": "...", "meta": {"lang": "en", "score": i*0.5}, "tags": [...]} × n, one per line.
 inline std::string MakeRows(int n) {
   std::string s;

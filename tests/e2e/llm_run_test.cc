@@ -7,15 +7,7 @@
 namespace mmirage::testing {
 namespace {
 
-// One tiny model for the whole binary.
-const std::string& TinyModel() {
-  static TempDir* dir = new TempDir();  // lives until exit
-  static std::string path = [] {
-    std::string p = dir->Path("tiny.gguf");
-    return MakeTinyModel(p, 3) ? p : std::string();
-  }();
-  return path;
-}
+const std::string& TinyModel() { return SharedTinyModel(); }
 
 std::string LlmConfig(const TempDir& d, const std::string& model, const std::string& extra_engine = "",
                       const std::string& sampling = "temperature: 0, max_new_tokens: 24") {

@@ -26,16 +26,7 @@ std::string BinDir() {
 }
 std::string LlamaServerPath() { return BinDir() + "/llama-server"; }
 
-// One tiny model for the whole binary.
-const std::string& TinyModel() {
-  static TempDir* dir = new TempDir();  // lives until exit
-  static std::string path = [] {
-    std::string p = dir->Path("tiny.gguf");
-    if (!MakeTinyModel(p, 3)) p.clear();
-    return p;
-  }();
-  return path;
-}
+const std::string& TinyModel() { return SharedTinyModel(); }
 
 bool WaitHealthy(int port, double seconds) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(seconds * 1000));
