@@ -128,14 +128,14 @@ Result<pid_t> ForkExec(const SubprocessOptions& o, char** argv, char** envp) {
 
 Result<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOptions& o) {
   if (o.argv.empty()) return Status::InvalidArgument("empty command");
+  std::vector<char*> argv;
+  for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> env = MergedEnv(o.env_overrides);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   if (o.terminate_with_parent) {
-    std::vector<char*> argv;
-    for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    std::vector<std::string> env = MergedEnv(o.env_overrides);
-    std::vector<char*> envp;
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
     MMIRAGE_ASSIGN_OR_RETURN(pid_t pid, ForkExec(o, argv.data(), envp.data()));
     return std::unique_ptr<Subprocess>(new Subprocess(pid, o.new_process_group));
   }
@@ -163,13 +163,6 @@ Result<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOptions& o
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setflags(&attr, flags);
-  std::vector<char*> argv;
-  for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<std::string> env = MergedEnv(o.env_overrides);
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
   pid_t pid = 0;
   int rc = o.argv[0].find('/') == std::string::npos
                ? posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), envp.data())
