@@ -235,6 +235,12 @@ void AppendJson(const Value& v, std::string* out) {
       else AppendDouble(v.as_double(), out);
       break;
     case Value::Type::kString: AppendJsonString(v.as_string(), out); break;
+    case Value::Type::kBytes: {
+      out->push_back('"');
+      AppendBase64(v.as_bytes(), out);
+      out->push_back('"');
+      break;
+    }
     case Value::Type::kArray: {
       out->push_back('[');
       bool first = true;
@@ -259,6 +265,26 @@ void AppendJson(const Value& v, std::string* out) {
       out->push_back('}');
       break;
     }
+  }
+}
+
+void AppendBase64(std::string_view data, std::string* out) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t i = 0;
+  for (; i + 3 <= data.size(); i += 3) {
+    uint32_t n = (uint32_t(uint8_t(data[i])) << 16) | (uint32_t(uint8_t(data[i + 1])) << 8) | uint8_t(data[i + 2]);
+    out->push_back(kAlphabet[n >> 18]);
+    out->push_back(kAlphabet[(n >> 12) & 63]);
+    out->push_back(kAlphabet[(n >> 6) & 63]);
+    out->push_back(kAlphabet[n & 63]);
+  }
+  if (size_t rest = data.size() - i; rest > 0) {
+    uint32_t n = uint32_t(uint8_t(data[i])) << 16;
+    if (rest == 2) n |= uint32_t(uint8_t(data[i + 1])) << 8;
+    out->push_back(kAlphabet[n >> 18]);
+    out->push_back(kAlphabet[(n >> 12) & 63]);
+    out->push_back(rest == 2 ? kAlphabet[(n >> 6) & 63] : '=');
+    out->push_back('=');
   }
 }
 

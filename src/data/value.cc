@@ -7,7 +7,8 @@ namespace mmirage {
 void Value::CopyFrom(const Value& o) {
   type_ = o.type_;
   switch (o.type_) {
-    case Type::kString: new (&s_) std::string(o.s_); break;
+    case Type::kString:
+    case Type::kBytes: new (&s_) std::string(o.s_); break;
     case Type::kArray: new (&a_) std::shared_ptr<Array>(o.a_); break;
     case Type::kObject: new (&o_) std::shared_ptr<Object>(o.o_); break;
     default: i_ = o.i_; break;  // bool/int/double share the 8 bytes
@@ -17,7 +18,8 @@ void Value::CopyFrom(const Value& o) {
 void Value::MoveFrom(Value&& o) noexcept {
   type_ = o.type_;
   switch (o.type_) {
-    case Type::kString: new (&s_) std::string(std::move(o.s_)); break;
+    case Type::kString:
+    case Type::kBytes: new (&s_) std::string(std::move(o.s_)); break;
     case Type::kArray: new (&a_) std::shared_ptr<Array>(std::move(o.a_)); break;
     case Type::kObject: new (&o_) std::shared_ptr<Object>(std::move(o.o_)); break;
     default: i_ = o.i_; break;
@@ -58,7 +60,8 @@ size_t Value::size() const {
   switch (type_) {
     case Type::kArray: return a_->size();
     case Type::kObject: return o_->size();
-    case Type::kString: return s_.size();
+    case Type::kString:
+    case Type::kBytes: return s_.size();
     default: return 0;
   }
 }
@@ -72,7 +75,8 @@ bool Value::operator==(const Value& other) const {
   switch (type_) {
     case Type::kNull: return true;
     case Type::kBool: return b_ == other.b_;
-    case Type::kString: return s_ == other.s_;
+    case Type::kString:
+    case Type::kBytes: return s_ == other.s_;
     case Type::kArray: return a_ == other.a_ || *a_ == *other.a_;
     case Type::kObject: {
       if (o_ == other.o_) return true;
@@ -96,6 +100,7 @@ const char* Value::TypeName() const {
     case Type::kString: return "string";
     case Type::kArray: return "array";
     case Type::kObject: return "object";
+    case Type::kBytes: return "bytes";
   }
   return "null";
 }

@@ -1,7 +1,8 @@
 // Value: the JSON-shaped value every row, variable and output is made of.
 //
-// Null, bool, 64-bit int, double, string, array and object (keys kept in insertion order, as Python dicts and
-// HF datasets keep them). Arrays and objects are shared and copy-on-write, so copying a Value is cheap (one
+// Null, bool, 64-bit int, double, string, array, object (keys kept in insertion order, as Python dicts and
+// HF datasets keep them) and bytes (binary data, e.g. an image's file content from an Arrow binary column; JSON has
+// no bytes, so JSON text holds them as a base64 string). Arrays and objects are shared and copy-on-write, so copying a Value is cheap (one
 // refcount) and values can be passed between stages without deep copies.
 // Equality is JSON equality: 1 == 1.0, object equality ignores key order.
 // Thread-safety: a Value may be read from several threads; mutating one that shares its storage copies first,
@@ -19,7 +20,7 @@ namespace mmirage {
 
 class Value {
  public:
-  enum class Type : uint8_t { kNull, kBool, kInt, kDouble, kString, kArray, kObject };
+  enum class Type : uint8_t { kNull, kBool, kInt, kDouble, kString, kArray, kObject, kBytes };
   using Array = std::vector<Value>;
   using Member = std::pair<std::string, Value>;
   using Object = std::vector<Member>;
@@ -53,6 +54,12 @@ class Value {
     return *this;
   }
   ~Value() { Destroy(); }
+  // A bytes value holding `data` (any bytes, not necessarily UTF-8).
+  static Value Bytes(std::string data) {
+    Value v(std::move(data));
+    v.type_ = Type::kBytes;
+    return v;
+  }
   static Value EmptyArray() { return Value(Array{}); }
   static Value EmptyObject() { return Value(Object{}); }
 
@@ -65,6 +72,7 @@ class Value {
   bool is_string() const { return type_ == Type::kString; }
   bool is_array() const { return type_ == Type::kArray; }
   bool is_object() const { return type_ == Type::kObject; }
+  bool is_bytes() const { return type_ == Type::kBytes; }
 
   // REQUIRES: the matching type (as_number: int or double).
   bool as_bool() const { return b_; }
@@ -72,6 +80,7 @@ class Value {
   double as_double() const { return d_; }
   double as_number() const { return type_ == Type::kInt ? static_cast<double>(i_) : d_; }
   const std::string& as_string() const { return s_; }
+  const std::string& as_bytes() const { return s_; }
   const Array& as_array() const { return *a_; }
   const Object& as_object() const { return *o_; }
   // Copy-on-write access. REQUIRES: is_array() / is_object().
@@ -85,13 +94,13 @@ class Value {
   // Array append. REQUIRES: is_array().
   void Push(Value v) { mutable_array().push_back(std::move(v)); }
 
-  // Number of elements (array), members (object) or bytes (string); 0 otherwise.
+  // Number of elements (array), members (object) or bytes (string, bytes); 0 otherwise.
   size_t size() const;
 
   bool operator==(const Value& other) const;
   bool operator!=(const Value& other) const { return !(*this == other); }
 
-  // "null", "boolean", "number", "string", "array", "object" (JSON type names, as JMESPath's type()).
+  // "null", "boolean", "number", "string", "array", "object" (JSON type names, as JMESPath's type()), "bytes".
   const char* TypeName() const;
 
  private:
@@ -100,7 +109,8 @@ class Value {
   void MoveFrom(Value&& o) noexcept;
   void Destroy() {
     switch (type_) {
-      case Type::kString: s_.~basic_string(); break;
+      case Type::kString:
+      case Type::kBytes: s_.~basic_string(); break;
       case Type::kArray: a_.~shared_ptr(); break;
       case Type::kObject: o_.~shared_ptr(); break;
       default: break;

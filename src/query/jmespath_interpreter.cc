@@ -181,7 +181,8 @@ bool IsTruthy(const Value& v) {
   switch (v.type()) {
     case Value::Type::kNull: return false;
     case Value::Type::kBool: return v.as_bool();
-    case Value::Type::kString: return !v.as_string().empty();
+    case Value::Type::kString:
+    case Value::Type::kBytes: return !v.as_string().empty();
     case Value::Type::kArray:
     case Value::Type::kObject: return v.size() != 0;
     default: return true;

@@ -175,7 +175,7 @@ Result<Val> FLength(Val s, CallArgs& a) {
   if (s.is_undefined()) return Val(Value(int64_t{0}));
   const Value& v = s.v();
   if (s.kind == Kind::kValue && v.is_string()) return Val(Value(static_cast<int64_t>(CpCount(v.as_string()))));
-  if (s.kind == Kind::kValue && (v.is_array() || (v.is_object() && s.shape != Shape::kNamespace))) {
+  if (s.kind == Kind::kValue && (v.is_array() || v.is_bytes() || (v.is_object() && s.shape != Shape::kNamespace))) {
     return Val(Value(static_cast<int64_t>(v.size())));
   }
   return Err("object of type '" + PyTypeName(s) + "' has no len()");

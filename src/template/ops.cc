@@ -55,6 +55,7 @@ std::string PyTypeName(const Val& v) {
     case Value::Type::kString: return "str";
     case Value::Type::kArray: return v.shape == Shape::kTuple ? "tuple" : "list";
     case Value::Type::kObject: return v.shape == Shape::kNamespace ? "Namespace" : "dict";
+    case Value::Type::kBytes: return "bytes";
   }
   return "object";
 }
@@ -68,7 +69,8 @@ bool Truthy(const Val& v) {
     case Value::Type::kBool: return x.as_bool();
     case Value::Type::kInt: return x.as_int() != 0;
     case Value::Type::kDouble: return x.as_double() != 0;
-    case Value::Type::kString: return !x.as_string().empty();
+    case Value::Type::kString:
+    case Value::Type::kBytes: return !x.as_string().empty();
     case Value::Type::kArray: return !x.as_array().empty();
     case Value::Type::kObject: return v.shape == Shape::kNamespace || !x.as_object().empty();
   }
@@ -88,7 +90,8 @@ bool PyEq(const Value& a, const Value& b) {
   if (a.type() != b.type()) return false;
   switch (a.type()) {
     case Value::Type::kNull: return true;
-    case Value::Type::kString: return a.as_string() == b.as_string();
+    case Value::Type::kString:
+    case Value::Type::kBytes: return a.as_string() == b.as_string();
     case Value::Type::kArray: {
       const auto& x = a.as_array();
       const auto& y = b.as_array();
@@ -129,6 +132,7 @@ const char* TypeNameOf(const Value& v) {
     case Value::Type::kString: return "str";
     case Value::Type::kArray: return "list";
     case Value::Type::kObject: return "dict";
+    case Value::Type::kBytes: return "bytes";
   }
   return "object";
 }

@@ -32,6 +32,31 @@ void AppendHex(uint32_t v, int digits, std::string* out) {
 
 void AppendInt(int64_t i, std::string* out) { out->append(std::to_string(i)); }
 
+// Python's repr(bytes): b'...' (or b"..." when the data holds ' and no "), \xNN for non-printable bytes.
+void AppendReprBytes(std::string_view s, std::string* out) {
+  char q = (s.find('\'') != std::string_view::npos && s.find('"') == std::string_view::npos) ? '"' : '\'';
+  out->push_back('b');
+  out->push_back(q);
+  for (unsigned char c : s) {
+    if (c == static_cast<unsigned char>(q) || c == '\\') {
+      out->push_back('\\');
+      out->push_back(static_cast<char>(c));
+    } else if (c == '\n') {
+      out->append("\\n");
+    } else if (c == '\r') {
+      out->append("\\r");
+    } else if (c == '\t') {
+      out->append("\\t");
+    } else if (c < 0x20 || c >= 0x7F) {
+      out->append("\\x");
+      AppendHex(c, 2, out);
+    } else {
+      out->push_back(static_cast<char>(c));
+    }
+  }
+  out->push_back(q);
+}
+
 }  // namespace
 
 void AppendReprString(std::string_view s, std::string* out) {
@@ -86,6 +111,7 @@ void AppendRepr(const Value& v, std::string* out, bool tuple) {
     case Value::Type::kInt: AppendInt(v.as_int(), out); return;
     case Value::Type::kDouble: AppendDouble(v.as_double(), out); return;
     case Value::Type::kString: AppendReprString(v.as_string(), out); return;
+    case Value::Type::kBytes: AppendReprBytes(v.as_bytes(), out); return;
     case Value::Type::kArray: {
       out->push_back(tuple ? '(' : '[');
       bool first = true;
@@ -695,6 +721,7 @@ Status JsonDump(const Value& v, int indent, int level, std::string* out) {
       out->push_back('"');
       break;
     }
+    case Value::Type::kBytes: return Status::InvalidArgument("Object of type bytes is not JSON serializable");
     case Value::Type::kArray: {
       const auto& a = v.as_array();
       if (a.empty()) {

@@ -86,5 +86,22 @@ TEST(JsonTest, EscapingIsCorrectAtEveryOffsetOfLongStrings) {
   }
 }
 
+TEST(JsonTest, BytesAreWrittenAsBase64) {
+  EXPECT_EQ(ToJson(Value::Bytes("")), "\"\"");
+  EXPECT_EQ(ToJson(Value::Bytes("f")), "\"Zg==\"");
+  EXPECT_EQ(ToJson(Value::Bytes("fo")), "\"Zm8=\"");
+  EXPECT_EQ(ToJson(Value::Bytes("foo")), "\"Zm9v\"");
+  EXPECT_EQ(ToJson(Value::Bytes(std::string("\x89PNG\x00\xff", 6))), "\"iVBORwD/\"");
+  Value b = Value::Bytes("ab");
+  EXPECT_TRUE(b.is_bytes());
+  EXPECT_FALSE(b.is_string());
+  EXPECT_EQ(b.size(), 2u);
+  EXPECT_EQ(b, Value::Bytes("ab"));
+  EXPECT_NE(b, Value("ab"));  // bytes never equal a string
+  Value copy = b;
+  EXPECT_EQ(copy.as_bytes(), "ab");
+  EXPECT_STREQ(b.TypeName(), "bytes");
+}
+
 }  // namespace
 }  // namespace mmirage

@@ -51,6 +51,16 @@ TEST_F(TemplateTest, PrintsValuesAsPythonStr) {
   EXPECT_EQ(Render("{{ 0.1 }} {{ 1.0 }} {{ (1,) }} {{ (1, 'a') }}"), "0.1 1.0 (1,) (1, 'a')");
 }
 
+TEST_F(TemplateTest, BytesPrintAsPythonRepr) {
+  auto t = Template::Parse("{{ b }}|{{ b | length }}|{{ b is string }}");
+  ASSERT_TRUE(t.ok());
+  Value ctx = Value::EmptyObject();
+  ctx.Set("b", Value::Bytes(std::string("a'\n\x00\xff", 5)));
+  auto out = t->Render(ctx);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(*out, "b\"a'\\n\\x00\\xff\"|5|False");
+}
+
 TEST_F(TemplateTest, UndefinedNamePrintsEmpty) {
   EXPECT_EQ(Render("[{{ missing }}]"), "[]");
   EXPECT_EQ(Render("{{ missing is defined }}{{ missing is undefined }}"), "FalseTrue");
