@@ -143,7 +143,7 @@ class Scheduler {
         ++pending_;
       }
       ++totals_->generations;
-      gen_->Generate(k, std::move(prompt.value), [this, seq](process::GenerateResult r) {
+      gen_->Generate(k, std::move(prompt.value), active_[seq].vars, [this, seq](process::GenerateResult r) {
         std::lock_guard<std::mutex> l(mu_);
         events_.push_back(Event{seq, std::move(r)});
         cv_.notify_one();

@@ -74,7 +74,8 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
   return g;
 }
 
-void OutputGenerator::Generate(size_t output_index, std::string prompt, std::function<void(GenerateResult)> done) {
+void OutputGenerator::Generate(size_t output_index, std::string prompt, const Value& vars,
+                               std::function<void(GenerateResult)> done) {
   auto a = std::make_shared<Attempt>();
   a->route = routes_[output_index].get();
   a->request = a->route->base;

@@ -40,8 +40,11 @@ class OutputGenerator {
                                                          std::vector<std::string>* warnings);
   ~OutputGenerator();
 
-  // REQUIRES: config.processing.outputs[output_index] is a model output.
-  void Generate(size_t output_index, std::string prompt, std::function<void(GenerateResult)> done);
+  // `vars` is the row's variable environment so far (inputs and earlier outputs, an object): processors that need
+  // more than the prompt (images, user functions, extra templates) read it. REQUIRES: config.processing.outputs
+  // [output_index] is a model output.
+  void Generate(size_t output_index, std::string prompt, const Value& vars,
+                std::function<void(GenerateResult)> done);
 
   int Capacity() const;           // sum of the engines' parallel slots
   double LoadSeconds() const;     // sum of the engines' load times
