@@ -81,6 +81,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
     auto sink = [&](ProcessedBatch& batch) -> Status {
       MMIRAGE_TRY(writer->AddSerialized(p, batch.lines, batch.rows));
       for (const auto& f : batch.failures) MMIRAGE_TRY(writer->AddError(p, f.row_index, f.source, f.error));
+      for (const auto& w : batch.warnings) MMIRAGE_TRY(writer->AddWarning(p, w.row_index, w.source, w.error));
       MMIRAGE_TRY(writer->AddUsage(batch.usage));
       uint64_t handled = static_cast<uint64_t>(batch.rows) + batch.failures.size();
       writer->Advance(p, handled);
@@ -127,6 +128,10 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
       auto e = ParseJson(line);
       const Value* idx = e.ok() ? e->Find("row_index") : nullptr;
       if (idx == nullptr || !idx->is_int()) return Status::Corruption(published_dir + "/errors.jsonl: bad line");
+      if (const Value* level = e->Find("level"); level && level->is_string() && level->as_string() == "warning") {
+        MMIRAGE_TRY(writer->AddWarningLine(line));  // a row that was written: kept, not redone
+        continue;
+      }
       const Value* split = e->Find("split");
       failed[split && split->is_string() ? split->as_string() : ""].push_back(static_cast<uint64_t>(idx->as_int()));
     }
@@ -148,6 +153,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
       size_t pos = 0;
       auto sink = [&](ProcessedBatch& b) -> Status {
         MMIRAGE_TRY(writer->AddUsage(b.usage));
+        for (const auto& w : b.warnings) MMIRAGE_TRY(writer->AddWarning(p, w.row_index, w.source, w.error));
         std::set<uint64_t> failed_now;
         for (auto& x : b.failures) {
           failed_now.insert(x.row_index);
@@ -319,6 +325,7 @@ Value DatasetsInfo(const config::Config& config) {
 
 Status CheckRunnable(const config::Config& config) {
   for (const auto& o : config.processing.outputs) {
+    if (o.type == "custom" || o.type == "image_gen") continue;  // checked when the processor starts
     if (o.type != "llm") {
       return Status::InvalidArgument(o.loc.ToString() + ": output '" + o.name + "' needs the '" + o.type +
                                      "' processor, which this build cannot run yet (use `mmirage preview` to "

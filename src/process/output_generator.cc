@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "data/utf8.h"
+#include "process/custom_processor.h"
 #include "process/json_output.h"
 #include "process/llm_options.h"
 #include "process/model_ref.h"
@@ -13,6 +14,7 @@ namespace mmirage::process {
 struct OutputGenerator::Route {
   const config::OutputVar* output = nullptr;
   engine::Engine* engine = nullptr;
+  OutputProcessor* processor = nullptr;  // custom / image_gen outputs
   engine::Request base;  // sampling, kwargs, schema; prompt filled per row
 };
 
@@ -55,6 +57,15 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
     route->output = &o;
     const config::Processor* p = config.FindProcessor(o.type);
     if (p == nullptr) return Status::InvalidArgument(o.loc.ToString() + ": no processor of type '" + o.type + "'");
+    if (o.type == "custom") {
+      if (!g->processors_.count(o.type)) {
+        MMIRAGE_ASSIGN_OR_RETURN(auto proc, StartCustomProcessor(*p, CustomStartOptions{}, warnings));
+        g->processors_[o.type] = std::move(proc);
+      }
+      route->processor = g->processors_[o.type].get();
+      g->routes_.push_back(std::move(route));
+      continue;
+    }
     if (o.type != "llm") {
       return Status::InvalidArgument(o.loc.ToString() + ": output '" + o.name + "' needs the '" + o.type +
                                      "' processor, which this build cannot run yet");
@@ -76,6 +87,10 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
 
 void OutputGenerator::Generate(size_t output_index, std::string prompt, const Value& vars,
                                std::function<void(GenerateResult)> done) {
+  if (OutputProcessor* proc = routes_[output_index]->processor) {
+    proc->Generate(output_index, std::move(prompt), vars, std::move(done));
+    return;
+  }
   auto a = std::make_shared<Attempt>();
   a->route = routes_[output_index].get();
   a->request = a->route->base;
@@ -136,12 +151,14 @@ void OutputGenerator::Submit(std::shared_ptr<Attempt> a) {
 int OutputGenerator::Capacity() const {
   int n = 0;
   for (const auto& [_, e] : engines_) n += e->Capacity();
+  for (const auto& [_, p] : processors_) n += p->Capacity();
   return std::max(1, n);
 }
 
 double OutputGenerator::LoadSeconds() const {
   double s = 0;
   for (const auto& [_, e] : engines_) s += e->LoadSeconds();
+  for (const auto& [_, p] : processors_) s += p->LoadSeconds();
   return s;
 }
 
@@ -165,6 +182,7 @@ engine::EngineCounters OutputGenerator::Counters() const {
 
 void OutputGenerator::Shutdown() {
   for (auto& [_, e] : engines_) e->Shutdown();
+  for (auto& [_, p] : processors_) p->Shutdown();
 }
 
 }  // namespace mmirage::process
