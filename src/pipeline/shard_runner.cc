@@ -62,6 +62,14 @@ struct Progress {
   std::atomic<int64_t> rows_total{-1};  // -1: unknown (a single-shard run does not count rows first)
 };
 
+// RowInfo::sample_index = row_index + this: the row's position among the shard's rows of the dataset (parts in
+// order), stable across resumes and retries.
+int64_t SampleOffset(const DatasetPlan& plan, size_t part) {
+  int64_t before = 0;
+  for (size_t i = 0; i < part; ++i) before += static_cast<int64_t>(plan.ranges[i].size());
+  return before - static_cast<int64_t>(plan.ranges[part].begin);
+}
+
 // Streams one dataset's shard through the row stages into `writer`, committing every `commit_every_rows` rows or
 // `commit_interval_seconds`. Parts resume where the writer's journal says. Returns a fatal error only
 // (kUnavailable "interrupted" after a stop request: what is committed stays resumable).
@@ -106,6 +114,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
       so.window = std::max<size_t>(static_cast<size_t>(config.loading.batch_size),
                                    static_cast<size_t>(4 * generator->Capacity()));
       so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
+      so.sample_offset = SampleOffset(plan, p);
       MMIRAGE_TRY(RunStreaming(&stream, transform, generator, so, sink, totals));
     }
   }
@@ -175,6 +184,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
       } else {
         StreamOptions so;
         so.window = static_cast<size_t>(4 * generator->Capacity());
+        so.sample_offset = SampleOffset(plan, p);
         MMIRAGE_TRY(RunStreaming(&stream, transform, generator, so, sink, totals));
       }
     }

@@ -146,7 +146,8 @@ class Scheduler {
         ++pending_;
       }
       ++totals_->generations;
-      gen_->Generate(k, std::move(prompt.value), active_[seq].vars, [this, seq](process::GenerateResult r) {
+      process::RowInfo info{st_row_index(seq), static_cast<int64_t>(st_row_index(seq)) + options_.sample_offset};
+      gen_->Generate(k, std::move(prompt.value), active_[seq].vars, info, [this, seq](process::GenerateResult r) {
         std::lock_guard<std::mutex> l(mu_);
         events_.push_back(Event{seq, std::move(r)});
         cv_.notify_one();
@@ -163,6 +164,8 @@ class Scheduler {
     finished_.emplace(seq, std::move(f));
     active_.erase(seq);
   }
+
+  uint64_t st_row_index(uint64_t seq) const { return active_.at(seq).row_index; }
 
   void OnGenerated(uint64_t seq, process::GenerateResult r) {
     {

@@ -63,7 +63,8 @@ class CustomPool final : public OutputProcessor {
     return Status::OK();
   }
 
-  void Generate(size_t, std::string, const Value& vars, std::function<void(GenerateResult)> done) override {
+  void Generate(size_t, std::string, const Value& vars, const RowInfo&,
+                std::function<void(GenerateResult)> done) override {
     Job job{ToJson(vars), std::move(done)};
     {
       std::lock_guard<std::mutex> l(mu_);

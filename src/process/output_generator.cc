@@ -4,6 +4,7 @@
 
 #include "data/utf8.h"
 #include "process/custom_processor.h"
+#include "process/image_gen_processor.h"
 #include "process/json_output.h"
 #include "process/llm_options.h"
 #include "process/model_ref.h"
@@ -57,9 +58,17 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
     route->output = &o;
     const config::Processor* p = config.FindProcessor(o.type);
     if (p == nullptr) return Status::InvalidArgument(o.loc.ToString() + ": no processor of type '" + o.type + "'");
-    if (o.type == "custom") {
+    if (o.type == "custom" || o.type == "image_gen") {
       if (!g->processors_.count(o.type)) {
-        MMIRAGE_ASSIGN_OR_RETURN(auto proc, StartCustomProcessor(*p, CustomStartOptions{}, warnings));
+        std::unique_ptr<OutputProcessor> proc;
+        if (o.type == "custom") {
+          MMIRAGE_ASSIGN_OR_RETURN(proc, StartCustomProcessor(*p, CustomStartOptions{}, warnings));
+        } else {
+          ImageGenStartOptions io;
+          io.shard_id = config.loading.shard_id;
+          io.log_dir = JoinPath(config.loading.state_dir, "shard_" + std::to_string(config.loading.shard_id));
+          MMIRAGE_ASSIGN_OR_RETURN(proc, StartImageGenProcessor(config, *p, io, warnings));
+        }
         g->processors_[o.type] = std::move(proc);
       }
       route->processor = g->processors_[o.type].get();
@@ -85,10 +94,10 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
   return g;
 }
 
-void OutputGenerator::Generate(size_t output_index, std::string prompt, const Value& vars,
+void OutputGenerator::Generate(size_t output_index, std::string prompt, const Value& vars, const RowInfo& row,
                                std::function<void(GenerateResult)> done) {
   if (OutputProcessor* proc = routes_[output_index]->processor) {
-    proc->Generate(output_index, std::move(prompt), vars, std::move(done));
+    proc->Generate(output_index, std::move(prompt), vars, row, std::move(done));
     return;
   }
   auto a = std::make_shared<Attempt>();

@@ -37,7 +37,7 @@ class OutputGenerator {
   // `vars` is the row's variable environment so far (inputs and earlier outputs, an object): processors that need
   // more than the prompt (images, user functions, extra templates) read it. REQUIRES: config.processing.outputs
   // [output_index] is a model output.
-  void Generate(size_t output_index, std::string prompt, const Value& vars,
+  void Generate(size_t output_index, std::string prompt, const Value& vars, const RowInfo& row,
                 std::function<void(GenerateResult)> done);
 
   int Capacity() const;           // sum of the engines' parallel slots

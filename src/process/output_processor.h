@@ -31,12 +31,18 @@ struct GenerateResult {
   std::vector<std::string> warnings;
 };
 
+// Which row a generation is for.
+struct RowInfo {
+  uint64_t row_index = 0;    // the row's index in its dataset (split)
+  int64_t sample_index = 0;  // the row's position in the shard's part of the dataset (image_gen's __sample_index)
+};
+
 class OutputProcessor {
  public:
   virtual ~OutputProcessor() = default;
   // Produces output `output_index` (config.processing.outputs) for one row: `prompt` is its rendered prompt (""
   // when the output type has none), `vars` the row's variables so far (inputs and earlier outputs, an object).
-  virtual void Generate(size_t output_index, std::string prompt, const Value& vars,
+  virtual void Generate(size_t output_index, std::string prompt, const Value& vars, const RowInfo& row,
                         std::function<void(GenerateResult)> done) = 0;
   virtual int Capacity() const = 0;        // rows it works on at once
   virtual double LoadSeconds() const = 0;  // start-up time (workers booted, server validated)
