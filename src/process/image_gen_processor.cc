@@ -318,7 +318,7 @@ class ImageGenProcessor final : public OutputProcessor {
       retryable = true;
       err = Status::Unavailable("Could not reach SGLang server at " + url + ": " +
                                 (r.transport == HttpTransport::kTimeout
-                                     ? "timed out after " + FormatDouble(timeout_seconds_) + " s"
+                                     ? "timed out after " + std::to_string(static_cast<int64_t>(timeout_seconds_)) + " s"
                                      : r.error));
     } else if (r.status_code != 200) {
       retryable = r.status_code == 429 || r.status_code >= 500;
