@@ -98,7 +98,8 @@ TEST_F(CustomTest, ExceptionsBelowTheThresholdStoreTheFallbackAndAreListedAsWarn
                                   "        raise ValueError(f\"bad row {row['id']}\")\n"
                                   "    print('noise on stdout does not break the protocol')\n"
                                   "    return row['id']\n") +
-                           "    max_workers: 2\n    max_errors: 3\n    fallback_value: {failed: true}\n");
+                           "    max_workers: 2\n    max_errors: 3\n    fallback_value: {failed: true}\n",
+                           20, "execution_params:\n  merge: true\n");
   auto r = RunMmirage("run --config " + cfg);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto rows = Rows();
@@ -116,6 +117,9 @@ TEST_F(CustomTest, ExceptionsBelowTheThresholdStoreTheFallbackAndAreListedAsWarn
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->Find("status")->as_string(), "success");
   EXPECT_EQ(st->Find("failed_rows")->as_int(), 0);  // warnings are not failed rows
+  // Merge keeps the warnings and does not count them as failed rows.
+  EXPECT_EQ(ReadLines(dir_.Path("out/merged/errors.jsonl")).size(), 2u);
+  EXPECT_EQ(r.err.find("failed_rows="), std::string::npos) << r.err;
 }
 
 TEST_F(CustomTest, ExceptionsAtTheThresholdTripTheBreakerWithThatReason) {
