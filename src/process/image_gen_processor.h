@@ -25,6 +25,10 @@
 #include "config/config.h"
 #include "process/output_processor.h"
 
+namespace mmirage::engine {
+class ManagedServer;
+}  // namespace mmirage::engine
+
 namespace mmirage::process {
 
 struct ImageGenStartOptions {
@@ -57,6 +61,19 @@ std::string SourceHash(const Value& vars);
 Result<std::string> BuildImageRequestBody(const config::ImageGenProcessor& p, const config::OutputVar& o,
                                           const std::string& request_model, const std::string& prompt,
                                           const std::string& negative_prompt, std::optional<int64_t> seed);
+
+// `sglang serve --model-path M --port P --num-gpus N [--dtype D] <extra_server_args>` for an image_gen processor
+// with backend sglang (spec processors.md §4.6), healthy when this returns; the log is `log_path`. P is
+// `sglang.port`, else a free port. Errors: those of engine::ManagedServer::Start.
+Result<std::unique_ptr<engine::ManagedServer>> StartImageServer(const config::ImageGenSglang& s,
+                                                                const std::string& log_path);
+
+// For an orchestrator that runs several shard processes (`run` with retry): the one shared server of the
+// config's image_gen processor when its backend is sglang and $MMIRAGE_SGLANG_BASE_URL is not set (then give the
+// shard processes MMIRAGE_SGLANG_BASE_URL = its base_url()); nullptr otherwise.
+Result<std::unique_ptr<engine::ManagedServer>> StartSharedImageServer(const config::Config& config,
+                                                                      const std::string& log_dir,
+                                                                      const config::EnvLookup& env);
 
 // Starts the processor: output_dir created, the server validated (GET <root>/models, <api>/models,
 // <root>/health; the first JSON object wins), or started (backend sglang). Errors are located at the processor.

@@ -293,7 +293,7 @@ TEST_F(ImageGenTest, BadServersAndKeys) {
 TEST_F(ImageGenTest, SglangBackendStartsAndStopsTheServer) {
   WriteFile(dir_.Path("bin/sglang"),
             "#!/bin/sh\n"
-            "echo \"$@\" > '" + dir_.Path("sglang_args") + "'\n"
+            "echo \"$@\" >> '" + dir_.Path("sglang_args") + "'\n"
             "port=''\nprev=''\nfor a in \"$@\"; do [ \"$prev\" = --port ] && port=$a; prev=$a; done\n"
             "exec '" + PythonPath() + "' '" + FakeImagesServer::Script() + "' --port \"$port\" --port-file '" +
             dir_.Path("sg_port") + "' --log '" + dir_.Path("sg_posts.log") + "'\n");
@@ -315,6 +315,20 @@ TEST_F(ImageGenTest, SglangBackendStartsAndStopsTheServer) {
   // The server is gone after the run.
   std::string port = ReadFile(dir_.Path("sg_port"));
   EXPECT_NE(RunCommand("curl -s -m 2 http://127.0.0.1:" + port + "/health").exit_code, 0);
+
+  // `run` with retry over 3 shards, 2 at a time: one server around all the shard processes, as the original.
+  RunCommand("rm -rf '" + dir_.Path("out") + "' '" + dir_.Path("state") + "' '" + dir_.Path("sglang_args") + "' '" +
+             dir_.Path("sg_posts.log") + "'");
+  text = ReadFile(cfg);
+  text.replace(text.find("  state_dir:"), 0, "  num_shards: 3\n");
+  text += "execution_params:\n  retry: true\n  local_workers: 2\n";
+  WriteFile(cfg, text);
+  r = RunCommand("PATH='" + dir_.Path("bin") + "':$PATH '" + std::string(MMIRAGE_BINARY) + "' run --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadLines(dir_.Path("sglang_args")).size(), 1u);
+  EXPECT_EQ(ReadLines(dir_.Path("sg_posts.log")).size(), 3u);
+  for (int shard = 0; shard < 3; ++shard)
+    EXPECT_EQ(JsonLines(dir_.Path("out/shard_" + std::to_string(shard) + "/data.jsonl")).size(), 1u);
 }
 
 }  // namespace
