@@ -170,6 +170,23 @@ TEST_F(CustomTest, TimeoutsKillOnlyThatWorkerAndCountTowardsMaxTimeouts) {
   EXPECT_NE(r.err.find("circuit breaker tripped: Max timeouts reached (2 of max_timeouts=2)"), std::string::npos) << r.err;
 }
 
+TEST_F(CustomTest, RowsQueuedBehindATimedOutRowAreNotLost) {
+  // One worker with a row queued behind the hanging one: the queued row goes to the replacement worker.
+  std::string cfg = Config(Script("import time\n"
+                                  "def f(row):\n"
+                                  "    if row['id'] == 2:\n"
+                                  "        time.sleep(60)\n"
+                                  "    return row['text']\n") +
+                           "    max_workers: 1\n    timeout_ms: 500\n    max_timeouts: 5\n    fallback_value: late\n");
+  auto r = RunMmirage("run --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = Rows();
+  ASSERT_EQ(rows.size(), 20u);
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(rows[i].Find("result")->as_string(), i == 2 ? "late" : "row " + std::to_string(i)) << i;
+  EXPECT_EQ(Errors().size(), 1u);
+}
+
 TEST_F(CustomTest, AWorkerKilledWithSigkillTripsTheBreakerAtOnce) {
   std::string cfg = Config(Script("import os, signal\n"
                                   "def f(row):\n"
