@@ -386,7 +386,12 @@ class ImageGenProcessor final : public OutputProcessor {
     }
     const config::OutputVar& o = config_.processing.outputs[s->output_index];
     if (o.output_mode == "pil") {
-      *value = Value::Bytes(std::move(out));
+      // An image value as HF datasets stores one: {"bytes": <file bytes>, "path": null} (an Image feature in HF
+      // outputs; VLM outputs and custom functions accept it as an image).
+      Value im = Value::EmptyObject();
+      im.Set("bytes", Value::Bytes(std::move(out)));
+      im.Set("path", Value());
+      *value = std::move(im);
       return Status::OK();
     }
     std::string file = ClaimName(s);

@@ -8,7 +8,7 @@
 // (so a second image_gen output does not shift the first's, and a re-run gets the same seeds). Images arrive as
 // b64_json, are checked by decoding them, re-encoded when the server's format is not `file_format` (png, jpeg,
 // webp), and either written atomically under `output_dir` (`output_mode: path`, the value is the absolute path)
-// or kept as bytes (`pil`). File names: the rendered `filename_template` sanitised to [A-Za-z0-9._-] (so never
+// or kept as an image value {"bytes": <file bytes>, "path": null} (`pil`, HF's form of an image). File names: the rendered `filename_template` sanitised to [A-Za-z0-9._-] (so never
 // outside output_dir), a re-run overwriting its own files.
 //
 // `backend: sglang` starts `sglang serve` (engine/managed_server.h) for the shard unless $MMIRAGE_SGLANG_BASE_URL
