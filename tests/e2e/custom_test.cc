@@ -260,6 +260,35 @@ TEST_F(CustomTest, AResultThatIsNotJsonIsARowErrorNamingTheType) {
   EXPECT_NE(errs[1].Find("message")->as_string().find("nan"), std::string::npos);
 }
 
+TEST_F(CustomTest, RedoingFailedRowsKeepsTheWarnings) {
+  // Row 4 fails on the first run only (a marker file); row 3 raises every time (fallback + warning).
+  std::string marker = dir_.Path("second_run");
+  std::string cfg = Config(Script("import os\n"
+                                  "def f(row):\n"
+                                  "    if row['id'] == 3:\n"
+                                  "        raise RuntimeError('always')\n"
+                                  "    if row['id'] == 4 and not os.path.exists('" + marker + "'):\n"
+                                  "        return {1}\n"
+                                  "    return row['id']\n") +
+                           "    max_errors: 10\n    fallback_value: -1\n",
+                           8, "execution_params:\n  max_failed_rows: 1\n");
+  auto r = RunMmirage("run --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Rows().size(), 7u);
+  ASSERT_EQ(Errors().size(), 2u);
+  WriteFile(marker, "");
+  r = RunMmirage("run --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = Rows();
+  ASSERT_EQ(rows.size(), 8u);
+  EXPECT_EQ(ToJson(rows[3]), "{\"id\":3,\"result\":-1}");
+  EXPECT_EQ(ToJson(rows[4]), "{\"id\":4,\"result\":4}");
+  auto errs = Errors();
+  ASSERT_EQ(errs.size(), 1u);  // the warning about row 3 stays; row 4 is no longer failed
+  EXPECT_EQ(errs[0].Find("row_index")->as_int(), 3);
+  EXPECT_EQ(errs[0].Find("level")->as_string(), "warning");
+}
+
 TEST_F(CustomTest, ACommandWorkerInAnotherLanguageSpeaksTheProtocol) {
   // A POSIX shell worker: replies with the length of each request line and its own pid.
   WriteFile(dir_.Path("worker.sh"),
