@@ -179,6 +179,25 @@ TEST_F(ImageGenTest, RetriesOn429And500ThenRowErrorsNamingTheServersAnswer) {
   }
 }
 
+TEST_F(ImageGenTest, AtMostMaxConcurrentRequestsAreInFlight) {
+  FakeImagesServer server(dir_.path(), "slow:0.3");
+  ASSERT_EQ(server.error(), "");
+  auto r = RunMmirage("run --config " + Config(server.BaseUrl(), "", 9));  // max_concurrent_requests: 3
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int64_t most = 0;
+  for (const auto& l : server.Posts()) most = std::max(most, ParseJson(l)->Find("inflight")->as_int());
+  EXPECT_EQ(most, 3);
+  // parallel_inference: false sends one at a time.
+  RunCommand("rm -rf '" + dir_.Path("out") + "' '" + dir_.Path("state") + "' '" + dir_.Path("posts.log") + "'");
+  FakeImagesServer one(dir_.path(), "slow:0.1");
+  ASSERT_EQ(one.error(), "");
+  r = RunMmirage("run --config " + Config(one.BaseUrl(), "", 4, "    parallel_inference: false\n"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  most = 0;
+  for (const auto& l : one.Posts()) most = std::max(most, ParseJson(l)->Find("inflight")->as_int());
+  EXPECT_EQ(most, 1);
+}
+
 TEST_F(ImageGenTest, AHangingServerTimesOutIntoRowErrors) {
   FakeImagesServer server(dir_.path(), "hang");
   ASSERT_EQ(server.error(), "");
