@@ -227,8 +227,9 @@ Status Convert(const arrow::Array& arr, const std::string& column, std::vector<V
       std::vector<Value> keys, items;
       MMIRAGE_TRY(Convert(*m.keys()->Slice(start, end - start), column, &keys));
       MMIRAGE_TRY(Convert(*m.items()->Slice(start, end - start), column, &items));
-      bool string_keys = true;
-      for (const auto& k : keys) string_keys = string_keys && k.is_string();
+      const auto key_type = m.keys()->type_id();
+      const bool string_keys =
+          key_type == T::STRING || key_type == T::LARGE_STRING || key_type == T::STRING_VIEW;
       for (int64_t i = 0; i < n; ++i) {
         if (m.IsNull(i)) {
           out->emplace_back();

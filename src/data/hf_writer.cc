@@ -271,6 +271,47 @@ class JsonlSource : public RowSource {
   std::unique_ptr<LineReader> reader_;
 };
 
+class PartsSource : public RowSource {
+ public:
+  PartsSource(Env* env, std::vector<DatasetPart> parts) : env_(env), parts_(std::move(parts)) {}
+  Status Open() override {
+    index_ = 0;
+    stream_.reset();
+    return Status::OK();
+  }
+  Result<bool> Next(Value* row) override {
+    while (true) {
+      if (!stream_) {
+        if (index_ >= parts_.size()) return false;
+        stream_ = std::make_unique<RowStream>(env_, parts_[index_], RowRange{0, UINT64_MAX});
+      }
+      RawRow raw;
+      MMIRAGE_ASSIGN_OR_RETURN(bool more, stream_->Next(&raw));
+      if (!more) {
+        stream_.reset();
+        ++index_;
+        continue;
+      }
+      if (raw.value != nullptr) {
+        *row = std::move(*raw.value);
+        return true;
+      }
+      auto v = ParseJson(raw.text);
+      std::string where = *raw.file + ":" + std::to_string(raw.line);
+      if (!v.ok()) return Status::Corruption(where + ": " + v.status().message());
+      if (!UntagBytes(&*v)) return Status::Corruption(where + ": bad tagged bytes value");
+      *row = std::move(*v);
+      return true;
+    }
+  }
+
+ private:
+  Env* env_;
+  std::vector<DatasetPart> parts_;
+  size_t index_ = 0;
+  std::unique_ptr<RowStream> stream_;
+};
+
 std::string FeaturesMetadata(const Value& features) {
   Value info = Value::EmptyObject();
   info.Set("features", features);
@@ -294,6 +335,10 @@ Result<OutputFormat> ParseOutputFormat(const std::string& name) {
 
 std::unique_ptr<RowSource> JsonlRowSource(Env* env, std::string path) {
   return std::make_unique<JsonlSource>(env, std::move(path));
+}
+
+std::unique_ptr<RowSource> PartsRowSource(Env* env, std::vector<DatasetPart> parts) {
+  return std::make_unique<PartsSource>(env, std::move(parts));
 }
 
 Result<Value> InferFeatures(RowSource* rows) {

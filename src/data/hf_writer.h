@@ -19,7 +19,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "data/dataset.h"
 #include "data/value.h"
 #include "util/env.h"
 #include "util/status.h"
@@ -41,6 +43,9 @@ class RowSource {
 
 // The rows of a JSONL file in journal form (data/tagged_json.h: tagged bytes are restored).
 std::unique_ptr<RowSource> JsonlRowSource(Env* env, std::string path);
+
+// The rows of several parts in order (JSONL text rows are parsed, with tagged bytes restored).
+std::unique_ptr<RowSource> PartsRowSource(Env* env, std::vector<DatasetPart> parts);
 
 // The HF features JSON (old form) of the rows' inferred type, or the conflict error. For tests and merge.
 Result<Value> InferFeatures(RowSource* rows);
