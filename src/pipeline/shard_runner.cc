@@ -80,6 +80,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
                       Progress* progress) {
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
   transform.set_tag_bytes(plan.config->output_format != "jsonl");
+  transform.set_cast_images(config.processing.cast_images && plan.config->output_format != "jsonl");
   const auto& ex = config.execution;
   const int64_t commit_every_rows =
       ex.commit_every_rows.value_or(config.processing.outputs.empty() ? 1000000 : 256);
@@ -154,6 +155,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
   }
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
   transform.set_tag_bytes(plan.config->output_format != "jsonl");
+  transform.set_cast_images(config.processing.cast_images && plan.config->output_format != "jsonl");
   for (size_t p = 0; p < plan.parts.size(); ++p) {
     std::vector<uint64_t>& f = failed[plan.parts[p].split];
     std::sort(f.begin(), f.end());

@@ -22,7 +22,7 @@ class CustomTest : public ::testing::Test {
     std::string cfg = "processors:\n  - type: custom\n" + processor_fields +
                       "loading_params:\n  state_dir: " + dir_.Path("state") +
                       "\n  datasets:\n    - type: JSONL\n      path: " + dir_.Path("data.jsonl") +
-                      "\n      output_dir: " + dir_.Path("out") +
+                      "\n      output_dir: " + dir_.Path("out") + "\n      output_format: jsonl" +
                       "\nprocessing_params:\n  inputs:\n    - name: text\n      key: text\n    - name: id\n      key: id\n"
                       "  outputs:\n    - name: result\n      type: custom\n"
                       "  remove_columns: true\n  output_schema:\n    id: \"{{ id }}\"\n    result: \"{{ result }}\"\n" +
@@ -63,7 +63,17 @@ TEST_F(CustomTest, OriginalMockCustomModuleConfigGivesTheOriginalsRows) {
                           "' run --config configs/config_mock_custom_module.yaml",
                       dir_.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto got = ReadLines(dir_.Path("tests/output/data_mock_custom_feature/merged/data.jsonl"));
+  // Like the original's, the output is an HF dataset (output_format defaults to hf): read it with `mmirage cat`,
+  // and its features are the original's.
+  std::string merged = dir_.Path("tests/output/data_mock_custom_feature/merged");
+  auto cat = RunMmirage("cat '" + merged + "'");
+  ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  std::vector<std::string> got;
+  for (size_t b = 0, e; (e = cat.out.find('\n', b)) != std::string::npos; b = e + 1) got.push_back(cat.out.substr(b, e - b));
+  auto info = ParseJson(ReadFile(merged + "/dataset_info.json"));
+  auto want_features = ParseJson(ReadFile(kFixtures + "/expected/config_mock_custom_module.features.json"));
+  ASSERT_TRUE(info.ok() && want_features.ok());
+  EXPECT_EQ(ToJson(*info->Find("features")), ToJson(*want_features));
   auto want = ReadLines(kFixtures + "/expected/config_mock_custom_module.merged.jsonl");
   ASSERT_EQ(want.size(), 50u);
   ASSERT_EQ(got.size(), want.size());
