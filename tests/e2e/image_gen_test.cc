@@ -100,7 +100,7 @@ TEST_F(ImageGenTest, OriginalLocalConfigRunsUnchangedButForTheUrl) {
   ASSERT_EQ(oracle.exit_code, 0) << oracle.err;
   EXPECT_EQ(oracle.out, "Image (64, 64) RGB\n");
   // The file set is exactly one file per row: no temporary file left.
-  EXPECT_EQ(RunCommand("ls '" + images + "' | wc -l").out, "10\n");
+  EXPECT_EQ(RunCommand("ls '" + images + ".away' | wc -l").out, "10\n");
   auto bodies = Bodies(server);
   ASSERT_EQ(bodies.size(), 10u);
   const Value& b = bodies[0];
