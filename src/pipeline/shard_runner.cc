@@ -82,8 +82,11 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
   transform.set_tag_bytes(plan.config->output_format != "jsonl");
   transform.set_cast_images(config.processing.cast_images && plan.config->output_format != "jsonl");
   const auto& ex = config.execution;
-  const int64_t commit_every_rows =
-      ex.commit_every_rows.value_or(config.processing.outputs.empty() ? 1000000 : 256);
+  // Rows that only ran custom functions are bounded by the time-based commit like model-free rows: an fsync every
+  // 256 fast function calls would cost more than the calls.
+  bool only_custom = true;
+  for (const auto& o : config.processing.outputs) only_custom = only_custom && o.type == "custom";
+  const int64_t commit_every_rows = ex.commit_every_rows.value_or(only_custom ? 1000000 : 256);
   uint64_t last_commit_us = env->MonotonicMicros();
   int64_t uncommitted = 0;
   for (size_t p = 0; p < plan.parts.size(); ++p) {
