@@ -10,6 +10,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 
 #include "data/arrow_util.h"
 #include "data/dataset.h"
@@ -375,6 +376,22 @@ Status BatchToRows(const arrow::RecordBatch& batch, std::vector<Value>* rows) {
   return Status::OK();
 }
 
+// An IPC stream cut at a message boundary reads as a shorter stream: require the end-of-stream marker
+// (0xFFFFFFFF 0x00000000) that every complete stream written by Arrow >= 0.15 ends with.
+Status CheckStreamEnd(const std::string& path, arrow::io::RandomAccessFile* f) {
+  auto size = f->GetSize();
+  if (!size.ok()) return Status::IOError(path + ": " + ArrowMessage(size.status()));
+  if (*size < 8) return Status::Corruption(path + ": not an Arrow IPC stream (file too short)");
+  uint8_t tail[8];
+  auto n = f->ReadAt(*size - 8, 8, tail);
+  if (!n.ok() || *n != 8) return Status::IOError(path + ": cannot read the end of the file");
+  static const uint8_t kEos[8] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
+  arrow::Status st = f->Seek(0);  // ReadAt leaves the implicit position undefined
+  if (!st.ok()) return Status::IOError(path + ": " + ArrowMessage(st));
+  if (std::memcmp(tail, kEos, 8) != 0) return Status::Corruption(path + ": truncated Arrow IPC stream (no end-of-stream marker)");
+  return Status::OK();
+}
+
 std::string ListedFile(const Value& entry) {
   const Value* f = entry.Find("filename");
   return f != nullptr && f->is_string() ? f->as_string() : "";
@@ -461,6 +478,7 @@ struct ArrowRowSource::Impl {
     if (!in.ok()) return Status::IOError(path + ": " + ArrowMessage(in.status()));
     next_index = file_start;
     if (part.format == DataFormat::kArrowStream) {
+      MMIRAGE_TRY(CheckStreamEnd(path, in->get()));
       auto r = arrow::ipc::RecordBatchStreamReader::Open(*in);
       if (!r.ok()) return Fail(r.status());
       reader = *r;
@@ -577,6 +595,7 @@ Result<uint64_t> CountArrowRows(const DatasetPart& part) {
       total += static_cast<uint64_t>(builder.raw_reader()->metadata()->num_rows());
       continue;
     }
+    MMIRAGE_TRY(CheckStreamEnd(path, in->get()));
     auto r = arrow::ipc::RecordBatchStreamReader::Open(*in);
     if (!r.ok()) return Status::Corruption(path + ": " + ArrowMessage(r.status()));
     while (true) {

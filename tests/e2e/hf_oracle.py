@@ -4,7 +4,7 @@ mmirage's outputs by loading them back with `datasets`. Each subcommand exits no
   make-basic DIR            save_to_disk Dataset with every HF column kind (Image, nested, nulls, non-ASCII, ...)
   check-basic OUT FORMAT    OUT (a shard or merged dir) in FORMAT (hf|parquet|jsonl) holds the restructured rows
   make-dict DIR             save_to_disk DatasetDict (train: 3 rows, test: 2 rows)
-  check-dict OUT            OUT is a DatasetDict with the same splits and rows plus the new column
+  check-dict OUT ORDER      OUT is a DatasetDict (splits in ORDER, comma-separated) with the same splits and rows plus the new column
   make-exotic DIR           Arrow stream (save_to_disk layout) + Parquet file with the Arrow types datasets rarely
                             writes (dictionary, map, large types, uint64, decimal, time, ...); writes DIR/expected.jsonl
   make-big DIR N            a save_to_disk-layout dataset of N simple rows (written with pyarrow, quickly)
@@ -173,10 +173,10 @@ def make_dict(d):
     dd.save_to_disk(d)
 
 
-def check_dict(out):
+def check_dict(out, order):
     dd = datasets.load_from_disk(out)
-    if list(dd.keys()) != ["train", "test"]:
-        fail(f"splits {list(dd.keys())}")
+    if list(dd.keys()) != order.split(","):  # a shard keeps the input's order; merge sorts (as the original)
+        fail(f"splits {list(dd.keys())}, want {order}")
     want = {"train": [("a", 1), ("b", 2), ("c", 3)], "test": [("x", 10), ("y", 20)]}
     for s, rows in want.items():
         got = dd[s].to_list()
@@ -278,7 +278,7 @@ def main():
     elif cmd == "make-dict":
         make_dict(sys.argv[2])
     elif cmd == "check-dict":
-        check_dict(sys.argv[2])
+        check_dict(sys.argv[2], sys.argv[3])
     elif cmd == "make-exotic":
         make_exotic(sys.argv[2])
     elif cmd == "make-big":
