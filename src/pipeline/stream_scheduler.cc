@@ -91,6 +91,7 @@ class Scheduler {
     while (pending_ > 0) {
       cv_.wait(l, [&] { return !events_.empty(); });
       pending_ -= static_cast<int64_t>(events_.size());
+      totals_->in_flight -= static_cast<int64_t>(events_.size());
       events_.clear();
     }
   }
@@ -143,6 +144,7 @@ class Scheduler {
         ++pending_;
       }
       ++totals_->generations;
+      ++totals_->in_flight;
       gen_->Generate(k, std::move(prompt.value), active_[seq].vars, [this, seq](process::GenerateResult r) {
         std::lock_guard<std::mutex> l(mu_);
         events_.push_back(Event{seq, std::move(r)});
@@ -164,6 +166,7 @@ class Scheduler {
       std::lock_guard<std::mutex> l(mu_);
       --pending_;
     }
+    --totals_->in_flight;
     totals_->prompt_tokens += r.prompt_tokens;
     totals_->completion_tokens += r.completion_tokens;
     auto it = active_.find(seq);
