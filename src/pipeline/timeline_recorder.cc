@@ -10,6 +10,7 @@ TimelineRecorder::TimelineRecorder(Options options)
   e.pid = o_.env->Pid();
   e.slurm_job_id = o_.slurm_job_id;
   e.slurm_array_task_id = o_.slurm_array_task_id;
+  e.interval = o_.interval_seconds;
   (void)writer_.Append(std::move(e));  // informational: a state directory that refuses it fails elsewhere
   last_us_ = o_.env->MonotonicMicros();
 }
@@ -37,7 +38,7 @@ void TimelineRecorder::Tick() {
   SampleLocked();
 }
 
-void TimelineRecorder::SampleLocked() {
+void TimelineRecorder::SampleLocked(bool final_sample) {
   TimelineCounters c = o_.counters ? o_.counters() : TimelineCounters{};
   TimelineEntry e;
   e.rows = c.rows;
@@ -47,6 +48,7 @@ void TimelineRecorder::SampleLocked() {
   e.out_tok = c.out_tok;
   e.in_flight = c.in_flight;
   if (poller_ != nullptr) {
+    if (final_sample) poller_->SampleOnce();  // a reading at the very end, so the last interval has one
     UtilizationPoller::Interval iv = poller_->TakeInterval();
     e.gpu = iv.gpu_util;
     e.cpu = iv.cpu_util;
@@ -58,7 +60,7 @@ void TimelineRecorder::SampleLocked() {
 void TimelineRecorder::End(const std::string& outcome, const std::string& error) {
   std::lock_guard<std::mutex> l(mu_);
   if (ended_) return;
-  SampleLocked();
+  SampleLocked(/*final_sample=*/true);
   poller_ = nullptr;
   ended_ = true;
   TimelineEntry e;

@@ -45,7 +45,7 @@ class TimelineRecorder {
   void End(const std::string& outcome, const std::string& error = "");
 
  private:
-  void SampleLocked();
+  void SampleLocked(bool final_sample = false);
   Options o_;
   std::mutex mu_;
   TimelineWriter writer_;

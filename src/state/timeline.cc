@@ -64,6 +64,7 @@ std::string TimelineEntry::ToJsonLine() const {
   if (pid) v.Set("pid", *pid);
   if (slurm_job_id) v.Set("slurm_job_id", *slurm_job_id);
   if (slurm_array_task_id) v.Set("slurm_array_task_id", *slurm_array_task_id);
+  if (interval) v.Set("interval", Rounded(*interval, 3));
   if (load_seconds) v.Set("load_seconds", Rounded(*load_seconds, 3));
   if (capacity) v.Set("capacity", *capacity);
   if (outcome) v.Set("outcome", *outcome);
@@ -95,6 +96,7 @@ std::optional<TimelineEntry> TimelineEntry::FromJsonLine(std::string_view line) 
   e.pid = GetI(*v, "pid");
   e.slurm_job_id = GetS(*v, "slurm_job_id");
   e.slurm_array_task_id = GetS(*v, "slurm_array_task_id");
+  e.interval = GetD(*v, "interval");
   e.load_seconds = GetD(*v, "load_seconds");
   e.capacity = GetI(*v, "capacity");
   e.outcome = GetS(*v, "outcome");
