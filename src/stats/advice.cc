@@ -32,10 +32,20 @@ std::optional<double> AggNum(const Value& agg, const char* key) {
   return v && v->is_number() ? std::optional<double>(v->as_number()) : std::nullopt;
 }
 
-std::optional<double> InferenceSeconds(const ShardReport& s) {
+}  // namespace
+
+std::optional<double> ShardWorkSeconds(const ShardReport& s) {
   if (s.record.status != "success" || !s.stats) return std::nullopt;
+  // Over every attempt (a resumed shard's last attempt did only the rest), model loads excluded.
+  if (!s.timeline.empty() && !s.attempts.empty()) {
+    double sum = 0;
+    for (const AttemptSpan& a : s.attempts) sum += std::max(0.0, a.end - (a.loaded ? *a.loaded : a.start));
+    return sum;
+  }
   return s.stats->InferenceRuntime();
 }
+
+namespace {
 
 std::optional<double> Pearson(const std::vector<double>& x, const std::vector<double>& y) {
   size_t n = x.size();
@@ -110,7 +120,7 @@ SkewSummary ComputeSkew(const RunReport& run) {
   std::vector<double> times, prompt, output, rows, out_tok, in_tok;
   std::vector<const ShardReport*> shards;
   for (const ShardReport& s : run.shards) {
-    auto t = InferenceSeconds(s);
+    auto t = ShardWorkSeconds(s);
     if (!t || *t <= 0) continue;
     shards.push_back(&s);
     times.push_back(*t);

@@ -8,7 +8,7 @@
 //   stall             an attempt's longest stretch without new rows ≥ max(3 sample periods, 30 s): before the model
 //                     was loaded → model load; after → I/O (reading, committing) or a stuck request
 //   model_load        Σ model load ≥ 20 % of Σ shard runtime (and ≥ 10 s) → fewer, larger shards or a shared server
-//   shard_skew        the slowest shard's inference time ≥ 1.5 × the median (≥ 2 shards) → dataset skew, explained
+//   shard_skew        the slowest shard's working time (ShardWorkSeconds) ≥ 1.5 × the median (≥ 2 shards) → skew, explained
 //                     by its rows' prompt/output lengths (usage.jsonl) or row count when they differ by ≥ 1.3 ×
 //   memory_pressure   out-of-memory or KV-cache-full errors → smaller batch_size / max_running_requests or
 //                     max_new_tokens
@@ -38,10 +38,14 @@ std::vector<Advice> ComputeAdvice(const RunReport& run);
 // "Advice:\n  [warn] message\n         evidence: ...\n" (or a line saying that no rule fired).
 std::string FormatAdviceText(const std::vector<Advice>& advice);
 
-// Spread of the successful shards' inference times (skew check of the report).
+// A successful shard's working time: Σ over its attempts of (end − end of model load) from the timeline, else the
+// inference runtime of its stats; nullopt for other shards.
+std::optional<double> ShardWorkSeconds(const ShardReport& shard);
+
+// Spread of the successful shards' working times (skew check of the report).
 struct SkewSummary {
-  int shards = 0;                       // successful shards with an inference time
-  std::optional<double> cv;             // coefficient of variation of the inference times (σ / mean)
+  int shards = 0;                       // successful shards with a working time
+  std::optional<double> cv;             // coefficient of variation of the working times (σ / mean)
   std::optional<double> median_seconds;
   int64_t slowest_shard = -1;
   double slowest_seconds = 0;
@@ -49,7 +53,7 @@ struct SkewSummary {
   // Slowest shard vs the median of the shards, for the rows' mean prompt and output tokens (usage.jsonl) and the
   // row count; nullopt without data.
   std::optional<double> prompt_ratio, output_ratio, rows_ratio;
-  // Pearson correlation over shards between inference time and Σ output tokens (≥ 3 shards).
+  // Pearson correlation over shards between working time and Σ output tokens (≥ 3 shards).
   std::optional<double> corr_time_output_tokens, corr_time_prompt_tokens;
 };
 SkewSummary ComputeSkew(const RunReport& run);

@@ -352,8 +352,13 @@ std::string StackedChart(const RunReport& run, const Binned& b, const std::vecto
     double xa = f.X(b.t0 + b.width * static_cast<double>(i)), xb = f.X(b.t0 + b.width * static_cast<double>(i + 1));
     std::string tip = "+" + Offset(b.width * static_cast<double>(i)) + " to +" +
                       Offset(b.width * static_cast<double>(i + 1)) + ": " + Short(total[i]) + " " + unit;
+    std::vector<size_t> order;  // the largest shares first, at most 12
     for (size_t k = 0; k < series.size(); ++k)
-      tip += "; shard " + std::to_string(run.shards[k].shard_id) + " " + Short(series[k][i]);
+      if (series[k][i] > 0) order.push_back(k);
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t c) { return series[a][i] > series[c][i]; });
+    for (size_t j = 0; j < order.size() && j < 12; ++j)
+      tip += "; shard " + std::to_string(run.shards[order[j]].shard_id) + " " + Short(series[order[j]][i]);
+    if (order.size() > 12) tip += "; " + std::to_string(order.size() - 12) + " more shards";
     s += "<rect class=\"hover\" x=\"" + C(xa) + "\" y=\"" + C(kTop) + "\" width=\"" + C(std::max(0.5, xb - xa)) +
          "\" height=\"" + C(f.height - kTop - kBottom) + "\">" + Title(tip) + "</rect>";
   }
@@ -468,7 +473,7 @@ std::string SkewSection(const RunReport& run) {
   std::string s = "<section id=\"skew\"><h2>Skew check</h2>";
   if (k.shards == 0) return s + "<p class=\"note\">No successful shard with an inference time yet.</p></section>";
   s += "<p>";
-  s += "Inference time over " + std::to_string(k.shards) + " successful shard(s): coefficient of variation <b>" +
+  s += "Working time (all attempts, model loads excluded) over " + std::to_string(k.shards) + " successful shard(s): coefficient of variation <b>" +
        (k.cv ? F(*k.cv, 2) : std::string("\xE2\x80\x94")) + "</b>; slowest shard <b>" +
        std::to_string(k.slowest_shard) + "</b> took " + F(k.slowest_seconds, 2) + " s, <b>" +
        (k.slowest_vs_median ? F(*k.slowest_vs_median, 2) + "\xC3\x97" : std::string("\xE2\x80\x94")) +
@@ -480,14 +485,13 @@ std::string SkewSection(const RunReport& run) {
   }
   if (k.rows_ratio) s += " Row count: " + F(*k.rows_ratio, 2) + "\xC3\x97 the median.";
   if (k.corr_time_output_tokens)
-    s += " Correlation over shards of inference time with output tokens: r = " + F(*k.corr_time_output_tokens, 2);
+    s += " Correlation over shards of working time with output tokens: r = " + F(*k.corr_time_output_tokens, 2);
   if (k.corr_time_prompt_tokens) s += ", with prompt tokens: r = " + F(*k.corr_time_prompt_tokens, 2) + ".";
   s += "</p><table class=\"grid\"><thead><tr><th>shard</th><th>status</th><th>attempts</th><th>rows</th>"
-       "<th>inference s</th><th>\xC3\x97 median</th><th>rows/s</th><th>output tok/s</th><th>mean prompt tok/row</th>"
+       "<th>working s</th><th>\xC3\x97 median</th><th>rows/s</th><th>output tok/s</th><th>mean prompt tok/row</th>"
        "<th>mean output tok/row</th><th>host</th></tr></thead><tbody>";
   for (const auto& sh : run.shards) {
-    double inf_s = -1;  // no inference time
-    if (sh.stats && sh.record.status == "success") inf_s = sh.stats->InferenceRuntime().value_or(-1);
+    double inf_s = ShardWorkSeconds(sh).value_or(-1);  // -1: none
     bool inf = inf_s >= 0;
     Value sv = sh.stats ? sh.stats->ToValue() : Value();
     auto cell = [&](const char* key) { return HtmlEscape(ValueText(sv.is_object() ? sv.Find(key) : nullptr)); };
@@ -632,8 +636,8 @@ std::string RenderHtmlReport(const RunReport& run, const std::vector<Advice>& ad
       size_t nbins = static_cast<size_t>(
           std::clamp(std::ceil((t1 - t0) / std::max(1.0, run.timeline_interval_seconds / 2)), 1.0, 150.0));
       Binned b = BinThroughput(run, t0, t1, nbins);
-      h += "<p class=\"note\">Stacked over shards, from the 10 s samples of <code>timeline.jsonl</code>; hover a "
-           "column for each shard's value.</p>" + ShardLegend(run);
+      h += "<p class=\"note\">Stacked over shards, from the " + Short(run.timeline_interval_seconds) +
+           " s samples of <code>timeline.jsonl</code>; hover a column for each shard's value.</p>" + ShardLegend(run);
       h += "<h3>rows/s</h3>" + StackedChart(run, b, b.rows, "rows/s", "rows per second, stacked over shards");
       bool tokens = false;
       for (const auto& v : b.tokens)
