@@ -18,6 +18,8 @@ constexpr double kModelLoadMinSeconds = 10;
 constexpr double kSkewRatio = 1.5;
 constexpr double kExplainRatio = 1.3;
 constexpr double kLowTokensPerGpu = 1000;
+constexpr double kBusyMachinePct = 90;
+constexpr double kStarvedProcessPct = 90;
 
 std::string Fmt(double x, int nd = 1) {
   char buf[64];
@@ -63,8 +65,8 @@ std::optional<double> Pearson(const std::vector<double>& x, const std::vector<do
   return sxy / std::sqrt(sxx * syy);
 }
 
-// The longest stretch of an attempt without new rows: between two consecutive entries (a gap in the samples) or
-// over several samples with an unchanged row count.
+// The longest stretch of an attempt without progress: between two consecutive entries (a gap in the samples) or
+// over several samples with unchanged row and output token counts.
 struct Stall {
   double seconds = 0;
   double from = 0;
@@ -81,23 +83,25 @@ void FindStalls(const ShardReport& s, Stall* worst) {
   int64_t attempt = -1;
   double stretch_from = 0, prev_t = 0;
   int64_t new_rows = 0;      // rows of this attempt (resumed ones excluded) at the stretch's start
+  int64_t out_tok = 0;       // and output tokens: a slow engine that still generates is not stalled
   bool spans_load = false;   // the stretch contains the end of the model load
   for (const TimelineEntry& e : tl) {
     if (e.attempt != attempt || e.event == "start") {
       attempt = e.attempt;
       stretch_from = prev_t = e.t;
-      new_rows = 0;
+      new_rows = out_tok = 0;
       spans_load = false;
     }
     if (e.event == "loaded") spans_load = true;
     if (e.is_sample()) {
       if (e.t - prev_t > 0) consider(e.t - prev_t, prev_t, false, attempt);  // a hole in the samples
       int64_t n = e.rows - e.resumed;
-      if (n > new_rows) {
+      if (n > new_rows || e.out_tok > out_tok) {
         // The rows arrived somewhere after the previous entry: the stretch without rows ends there.
         consider(prev_t - stretch_from, stretch_from, spans_load, attempt);
         stretch_from = e.t;
         new_rows = n;
+        out_tok = e.out_tok;
         spans_load = false;
       }
     } else if (e.event == "end") {
@@ -211,7 +215,7 @@ std::vector<Advice> ComputeAdvice(const RunReport& run) {
   for (const ShardReport& s : run.shards) FindStalls(s, &worst);
   if (worst.shard >= 0 && worst.seconds >= std::max(kStallPeriods * period, kStallMinSeconds)) {
     std::string where = "shard " + std::to_string(worst.shard) + " attempt " + std::to_string(worst.attempt) +
-                        ": no new rows for " + Secs(worst.seconds);
+                        ": no new rows or tokens for " + Secs(worst.seconds);
     if (worst.before_load) {
       out.push_back({"stall", "warn",
                      "Time goes to loading the model before any row is processed: keep the model on a fast local "
@@ -222,6 +226,28 @@ std::vector<Advice> ComputeAdvice(const RunReport& run) {
                      "Rows stopped flowing while the model was loaded: look for slow I/O (dataset on a network "
                      "file system, output commits) or a request that hangs (request_timeout)",
                      where + " after the model was loaded"});
+    }
+  }
+
+  // --- CPU contention: the machine busy, mmirage starved.
+  std::string busy;
+  for (const ShardReport& s : run.shards) {
+    if (!s.stats || !s.stats->machine_cpu_util_mean || !s.stats->cpu_util_mean) continue;
+    if (*s.stats->machine_cpu_util_mean >= kBusyMachinePct && *s.stats->cpu_util_mean < kStarvedProcessPct &&
+        busy.size() < 300) {
+      busy += (busy.empty() ? "" : "; ") + std::string("shard ") + std::to_string(s.shard_id) + ": machine CPU " +
+              Pct(*s.stats->machine_cpu_util_mean) + ", mmirage " + Pct(*s.stats->cpu_util_mean) + " of a core";
+    }
+  }
+  if (!busy.empty()) {
+    out.push_back({"cpu_contention", "warn",
+                   "Other processes kept the machine's CPUs busy while mmirage got little of them: run shards on "
+                   "dedicated cores (SLURM --cpus-per-task, fewer local_workers) and set n_threads to the cores "
+                   "you own",
+                   busy});
+    if (!out.empty() && worst.shard >= 0) {
+      for (Advice& a : out)
+        if (a.rule == "stall") a.evidence += "; the machine's CPUs were saturated meanwhile (cpu_contention)";
     }
   }
 

@@ -5,8 +5,10 @@
 //                     < 80 % of the engine's parallel slots) → raise batch_size (rows read ahead); with the slots
 //                     full → raise max_running_requests
 //   gpu_not_sampled   the engine ran on GPUs but no utilisation was sampled → run with --stats
-//   stall             an attempt's longest stretch without new rows ≥ max(3 sample periods, 30 s): before the model
+//   stall             an attempt's longest stretch without new rows or output tokens ≥ max(3 sample periods, 30 s): before the model
 //                     was loaded → model load; after → I/O (reading, committing) or a stuck request
+//   cpu_contention    a shard's machine CPU ≥ 90 % while mmirage itself used < 90 % of one core → other processes
+//                     compete: dedicated cores (--cpus-per-task, fewer local_workers), n_threads
 //   model_load        Σ model load ≥ 20 % of Σ shard runtime (and ≥ 10 s) → fewer, larger shards or a shared server
 //   shard_skew        the slowest shard's working time (ShardWorkSeconds) ≥ 1.5 × the median (≥ 2 shards) → skew, explained
 //                     by its rows' prompt/output lengths (usage.jsonl) or row count when they differ by ≥ 1.3 ×

@@ -473,6 +473,7 @@ std::string SkewSection(const RunReport& run) {
   std::string s = "<section id=\"skew\"><h2>Skew check</h2>";
   if (k.shards == 0) return s + "<p class=\"note\">No successful shard with an inference time yet.</p></section>";
   s += "<p>";
+  if (k.shards < 2) s += "Only one successful shard so far: nothing to compare it with. ";
   s += "Working time (all attempts, model loads excluded) over " + std::to_string(k.shards) + " successful shard(s): coefficient of variation <b>" +
        (k.cv ? F(*k.cv, 2) : std::string("\xE2\x80\x94")) + "</b>; slowest shard <b>" +
        std::to_string(k.slowest_shard) + "</b> took " + F(k.slowest_seconds, 2) + " s, <b>" +

@@ -128,14 +128,23 @@ TEST(AdviceTest, AStretchWithoutRowsAfterTheLoadPointsAtIo) {
   ShardReport s = Shard(0, 0, 2, 300, 5);
   // Rows stop between t=102 and t=192: the samples keep coming with the same row count.
   for (auto& e : s.timeline) {
-    if (e.is_sample() && e.t > 102 && e.t <= 192) e.rows = 500;
+    if (e.is_sample() && e.t > 102 && e.t <= 192) e.rows = 500, e.out_tok = 50000;
   }
   auto a = ComputeAdvice(MakeRun({s, Shard(1, 0, 2, 300, 5)}));
   const Advice* x = Find(a, "stall");
   ASSERT_NE(x, nullptr);
   EXPECT_NE(x->message.find("I/O"), std::string::npos) << x->message;
-  EXPECT_NE(x->evidence.find("shard 0 attempt 1: no new rows for 90 s after the model was loaded"), std::string::npos)
+  EXPECT_NE(x->evidence.find("shard 0 attempt 1: no new rows or tokens for 90 s after the model was loaded"), std::string::npos)
       << x->evidence;
+}
+
+TEST(AdviceTest, RowsHeldBackWhileTokensFlowAreNoStall) {
+  ShardReport s = Shard(0, 0, 2, 300, 5);
+  for (auto& e : s.timeline) {
+    if (e.is_sample() && e.t > 102 && e.t <= 192) e.rows = 500;  // the reorder buffer holds rows; tokens go on
+  }
+  auto all = ComputeAdvice(MakeRun({s}));
+  EXPECT_EQ(Find(all, "stall"), nullptr);
 }
 
 TEST(AdviceTest, AHoleInTheSamplesIsAStallToo) {
@@ -147,14 +156,33 @@ TEST(AdviceTest, AHoleInTheSamplesIsAStallToo) {
   auto all = ComputeAdvice(MakeRun({s}));
   const Advice* x = Find(all, "stall");
   ASSERT_NE(x, nullptr);
-  EXPECT_NE(x->evidence.find("no new rows for 110 s"), std::string::npos) << x->evidence;
+  EXPECT_NE(x->evidence.find("no new rows or tokens for 110 s"), std::string::npos) << x->evidence;
+}
+
+TEST(AdviceTest, ABusyMachineWithAStarvedWorkerIsCpuContention) {
+  ShardReport s = Shard(0, 0, 2, 300, 5);
+  s.stats->machine_cpu_util_mean = 100;
+  s.stats->cpu_util_mean = 31;
+  for (auto& e : s.timeline)
+    if (e.is_sample() && e.t > 102 && e.t <= 192) e.rows = 500, e.out_tok = 50000;  // and a stall
+  auto all = ComputeAdvice(MakeRun({s}));
+  const Advice* x = Find(all, "cpu_contention");
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->evidence, "shard 0: machine CPU 100.0 %, mmirage 31.0 % of a core");
+  const Advice* stall = Find(all, "stall");
+  ASSERT_NE(stall, nullptr);
+  EXPECT_NE(stall->evidence.find("saturated meanwhile"), std::string::npos) << stall->evidence;
+  // A busy machine where mmirage has its core is not contention.
+  s.stats->cpu_util_mean = 180;
+  auto ok = ComputeAdvice(MakeRun({s}));
+  EXPECT_EQ(Find(ok, "cpu_contention"), nullptr);
 }
 
 TEST(AdviceTest, ALongModelLoadIsNamed) {
   auto a = ComputeAdvice(MakeRun({Shard(0, 0, 120, 200, 5), Shard(1, 0, 110, 200, 5)}));
   const Advice* stall = Find(a, "stall");
   ASSERT_NE(stall, nullptr);
-  EXPECT_NE(stall->evidence.find("no new rows for 120 s before the model was loaded"), std::string::npos)
+  EXPECT_NE(stall->evidence.find("no new rows or tokens for 120 s before the model was loaded"), std::string::npos)
       << stall->evidence;
   const Advice* load = Find(a, "model_load");
   ASSERT_NE(load, nullptr);
