@@ -223,7 +223,7 @@ std::vector<Advice> ComputeAdvice(const RunReport& run) {
                      where + " before the model was loaded"});
     } else {
       out.push_back({"stall", "warn",
-                     "Rows stopped flowing while the model was loaded: look for slow I/O (dataset on a network "
+                     "Rows stopped flowing after the model had loaded: look for slow I/O (dataset on a network "
                      "file system, output commits) or a request that hangs (request_timeout)",
                      where + " after the model was loaded"});
     }
