@@ -212,6 +212,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
         buf.assign(line);
         buf.push_back('\n');
         MMIRAGE_TRY(writer->AddSerialized(p, buf, 1));
+        ++progress->rows_resumed;  // a kept row of the earlier attempt
       }
       writer->Advance(p, 1);
       ++progress->rows_done;
