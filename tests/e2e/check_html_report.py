@@ -91,7 +91,7 @@ def png_size(path):
     return struct.unpack(">II", head[16:24])
 
 
-def console_messages(chromium, url, png=None, size="1100,2600"):
+def console_messages(chromium, url, png=None, size="1100,3000"):
     """Loads url in headless Chromium; returns (exit code, console/resource error lines)."""
     with tempfile.TemporaryDirectory() as prof:
         cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
