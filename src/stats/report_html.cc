@@ -327,18 +327,14 @@ std::string StackedChart(const RunReport& run, const Binned& b, const std::vecto
     const auto& v = series[k];
     double sum = 0, mx = 0;
     for (double x : v) sum += x, mx = std::max(mx, x);
-    std::string d;
-    for (size_t i = 0; i < nb; ++i) {
-      double xa = f.X(b.t0 + b.width * static_cast<double>(i)), xb = f.X(b.t0 + b.width * static_cast<double>(i + 1));
-      double y = f.Y(base[i] + v[i]);
-      d += (i == 0 ? "M" : "L") + C(xa) + " " + C(y) + " L" + C(xb) + " " + C(y) + " ";
-    }
-    for (size_t i = nb; i-- > 0;) {
-      double xa = f.X(b.t0 + b.width * static_cast<double>(i)), xb = f.X(b.t0 + b.width * static_cast<double>(i + 1));
-      double y = f.Y(base[i]);
-      d += "L" + C(xb) + " " + C(y) + " L" + C(xa) + " " + C(y) + " ";
-    }
-    d += "Z";
+    // One point per bin centre (and the chart's edges): upper boundary forward, lower boundary back.
+    auto xc = [&](size_t i) { return f.X(b.t0 + b.width * (static_cast<double>(i) + 0.5)); };
+    std::string d = "M" + C(f.X(b.t0)) + " " + C(f.Y(base[0] + v[0]));
+    for (size_t i = 0; i < nb; ++i) d += "L" + C(xc(i)) + " " + C(f.Y(base[i] + v[i]));
+    d += "L" + C(f.X(b.t0 + b.width * static_cast<double>(nb))) + " " + C(f.Y(base[nb - 1] + v[nb - 1]));
+    d += "L" + C(f.X(b.t0 + b.width * static_cast<double>(nb))) + " " + C(f.Y(base[nb - 1]));
+    for (size_t i = nb; i-- > 0;) d += "L" + C(xc(i)) + " " + C(f.Y(base[i]));
+    d += "L" + C(f.X(b.t0)) + " " + C(f.Y(base[0])) + "Z";
     int64_t id = run.shards[k].shard_id;
     s += "<path class=\"area\" data-shard=\"" + std::to_string(id) + "\" d=\"" + d + "\" fill=\"" + ShardColor(id) +
          "\">" + Title("shard " + std::to_string(id) + ": peak " + Short(mx) + " " + unit + ", mean " +
@@ -387,21 +383,41 @@ std::string LineChart(const RunReport& run, double t0, double t1, bool gpu, doub
   f.ymax = TicksTop(peak);
   f.height = 200;
   std::string s = SvgOpen(f.height, label) + Axes(f, unit);
+  // At most 200 points per shard: the samples are averaged per time bin (a 4,000-line timeline stays small).
+  const size_t nbins = 200;
+  const double width = f.span / static_cast<double>(nbins);
   for (const auto& sh : run.shards) {
-    std::string pts;
+    std::vector<double> bin_sum(nbins, 0);
+    std::vector<int> bin_n(nbins, 0);
     double sum = 0, mn = 1e300, mx = 0;
     int n = 0;
-    int64_t attempt = -1;
     for (const auto& e : sh.timeline) {
       auto v = gpu ? e.gpu : e.cpu;
       if (!e.is_sample() || !v) continue;
-      bool jump = e.attempt != attempt;
-      attempt = e.attempt;
-      pts += (pts.empty() ? "M" : jump ? " M" : " L") + C(f.X(e.t)) + " " + C(f.Y(*v));
+      double b = std::floor((e.t - t0) / width);
+      size_t i = static_cast<size_t>(std::clamp(b, 0.0, static_cast<double>(nbins - 1)));
+      bin_sum[i] += *v, ++bin_n[i];
       sum += *v, mn = std::min(mn, *v), mx = std::max(mx, *v), ++n;
     }
     if (n == 0) continue;
-    if (n == 1) pts += " l2 0";
+    std::string pts;
+    bool gap = true;
+    int points = 0;
+    for (size_t i = 0; i < nbins; ++i) {
+      if (bin_n[i] == 0) {
+        // A gap of more than a few bins (another attempt, a hole) breaks the line.
+        size_t j = i;
+        while (j < nbins && bin_n[j] == 0) ++j;
+        if (j - i > 3) gap = true;
+        i = j - 1;
+        continue;
+      }
+      double x = f.X(t0 + width * (static_cast<double>(i) + 0.5));
+      pts += (pts.empty() ? "M" : gap ? " M" : " L") + C(x) + " " + C(f.Y(bin_sum[i] / bin_n[i]));
+      gap = false;
+      ++points;
+    }
+    if (points == 1) pts += " l2 0";
     s += "<path class=\"line\" data-shard=\"" + std::to_string(sh.shard_id) + "\" d=\"" + pts + "\" stroke=\"" +
          ShardColor(sh.shard_id) + "\">" +
          Title("shard " + std::to_string(sh.shard_id) + ": mean " + F(sum / n, 1) + ", min " + F(mn, 1) + ", max " +
@@ -635,7 +651,7 @@ std::string RenderHtmlReport(const RunReport& run, const std::vector<Advice>& ad
     h += "<section id=\"throughput\"><h2>Throughput over time</h2>";
     if (samples) {
       size_t nbins = static_cast<size_t>(
-          std::clamp(std::ceil((t1 - t0) / std::max(1.0, run.timeline_interval_seconds / 2)), 1.0, 150.0));
+          std::clamp(std::ceil((t1 - t0) / std::max(1.0, run.timeline_interval_seconds / 2)), 1.0, 120.0));
       Binned b = BinThroughput(run, t0, t1, nbins);
       h += "<p class=\"note\">Stacked over shards, from the " + Short(run.timeline_interval_seconds) +
            " s samples of <code>timeline.jsonl</code>; hover a column for each shard's value.</p>" + ShardLegend(run);
