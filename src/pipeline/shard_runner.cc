@@ -513,10 +513,10 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     if (totals.completion_tokens > 0) stats.output_tokens = totals.completion_tokens;
     stats.prompt_tokens_reused = generator->Counters().prompt_tokens_reused;
   }
-  timeline.End("success");
   auto inf = stats.InferenceRuntime();
   if (inf && *inf > 0) stats.throughput_rows_per_sec = RoundTo(static_cast<double>(stats.rows_processed) / *inf, 2);
   Status m = state.MarkSuccess(stats.ToValue(), report.rows_failed);
+  timeline.End(m.ok() ? "success" : "failed", m.ok() ? "" : m.message());
   if (!m.ok()) return m.WithContext("cannot mark the shard successful");
   LOG_INFO("Shard " << opt.shard_id << " done: " << report.rows_written << " rows written, " << report.rows_failed
                     << " failed, " << FormatDouble(*stats.runtime_seconds) << " s");

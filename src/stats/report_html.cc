@@ -401,20 +401,16 @@ std::string LineChart(const RunReport& run, double t0, double t1, bool gpu, doub
     }
     if (n == 0) continue;
     std::string pts;
-    bool gap = true;
     int points = 0;
+    double prev_t = -1e300;
+    // A hole longer than 3 sample periods (another attempt, a stall of the sampler) breaks the line.
+    const double max_gap = 3 * std::max(run.timeline_interval_seconds, 0.5) + width;
     for (size_t i = 0; i < nbins; ++i) {
-      if (bin_n[i] == 0) {
-        // A gap of more than a few bins (another attempt, a hole) breaks the line.
-        size_t j = i;
-        while (j < nbins && bin_n[j] == 0) ++j;
-        if (j - i > 3) gap = true;
-        i = j - 1;
-        continue;
-      }
-      double x = f.X(t0 + width * (static_cast<double>(i) + 0.5));
-      pts += (pts.empty() ? "M" : gap ? " M" : " L") + C(x) + " " + C(f.Y(bin_sum[i] / bin_n[i]));
-      gap = false;
+      if (bin_n[i] == 0) continue;
+      double t = t0 + width * (static_cast<double>(i) + 0.5);
+      pts += (pts.empty() ? "M" : t - prev_t > max_gap ? " M" : " L") + C(f.X(t)) + " " +
+             C(f.Y(bin_sum[i] / bin_n[i]));
+      prev_t = t;
       ++points;
     }
     if (points == 1) pts += " l2 0";
