@@ -57,6 +57,11 @@ int64_t JournalRows(const std::string& out, int shard) {
   return j->Find("splits")->as_array()[0].Find("rows_done")->as_int();
 }
 
+std::string Str(const Value& v, const char* key) {
+  const Value* x = v.Find(key);
+  return x && x->is_string() ? x->as_string() : "";
+}
+
 std::vector<Value> TimelineLines(const std::string& path) {
   std::vector<Value> out;
   for (const auto& l : ReadLines(path)) {
@@ -87,7 +92,7 @@ TEST(StatsHtmlTest, ThreeShardRunWithAnInterruptedShardGivesAValidSelfContainedR
             static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  for (int i = 0; i < 1500 && JournalRows(d.Path("out"), 1) < 6; ++i)
+  for (int i = 0; i < 6000 && JournalRows(d.Path("out"), 1) < 6; ++i)  // up to 60 s on a loaded machine
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // at least one sample of the first attempt
   ::kill(pid, SIGTERM);
@@ -108,11 +113,13 @@ TEST(StatsHtmlTest, ThreeShardRunWithAnInterruptedShardGivesAValidSelfContainedR
   std::vector<std::string> ends;
   int64_t resumed = 0, samples1 = 0;
   for (const Value& e : tl) {
-    const Value* ev = e.Find("event");
-    if (ev && ev->as_string() == "end") ends.push_back(e.Find("outcome")->as_string());
-    if (!ev && e.Find("attempt")->as_int() == 1) ++samples1;
-    if (!ev && e.Find("resumed")) resumed = e.Find("resumed")->as_int();
-    if (!ev) {
+    std::string ev = Str(e, "event");
+    const Value* attempt = e.Find("attempt");
+    ASSERT_TRUE(attempt && attempt->is_int()) << ToJson(e);
+    if (ev == "end") ends.push_back(Str(e, "outcome"));
+    if (ev.empty() && attempt->as_int() == 1) ++samples1;
+    if (ev.empty() && e.Find("resumed") && e.Find("resumed")->is_int()) resumed = e.Find("resumed")->as_int();
+    if (ev.empty()) {
       EXPECT_NE(e.Find("rows_per_sec"), nullptr) << ToJson(e);
       EXPECT_NE(e.Find("in_flight"), nullptr) << ToJson(e);
     }
@@ -120,12 +127,19 @@ TEST(StatsHtmlTest, ThreeShardRunWithAnInterruptedShardGivesAValidSelfContainedR
   EXPECT_EQ(ends, (std::vector<std::string>{"interrupted", "success"}));
   EXPECT_GE(resumed, 6);
   EXPECT_GE(samples1, 2);
+  // Shard 0: start, the model load (samples may come before it when the load takes longer than a period), end.
   auto tl0 = TimelineLines(d.Path("state/shard_0/timeline.jsonl"));
   ASSERT_GE(tl0.size(), 4u);
-  EXPECT_EQ(tl0.front().Find("event")->as_string(), "start");
-  EXPECT_EQ(tl0[1].Find("event")->as_string(), "loaded");
-  EXPECT_EQ(tl0[1].Find("capacity")->as_int(), 4);
-  EXPECT_EQ(tl0.back().Find("outcome")->as_string(), "success");
+  EXPECT_EQ(Str(tl0.front(), "event"), "start");
+  int loaded = 0;
+  for (const Value& e : tl0) {
+    if (Str(e, "event") != "loaded") continue;
+    ++loaded;
+    const Value* cap = e.Find("capacity");
+    EXPECT_TRUE(cap && cap->is_int() && cap->as_int() == 4) << ToJson(e);
+  }
+  EXPECT_EQ(loaded, 1);
+  EXPECT_EQ(Str(tl0.back(), "outcome"), "success");
 
   auto json = RunMmirage("stats --config " + cfg);
   ASSERT_EQ(json.exit_code, 0) << json.err;
