@@ -159,6 +159,7 @@ class SyncCountingEnv : public Env {
     ++syncs;
     return base_->SyncDir(d);
   }
+  Status LinkFile(const std::string& a, const std::string& b) override { return base_->LinkFile(a, b); }
   Result<uint64_t> GetFileSize(const std::string& p) override { return base_->GetFileSize(p); }
   Status TruncateFile(const std::string& p, uint64_t n) override { return base_->TruncateFile(p, n); }
   Result<std::string> ReadFileToString(const std::string& p) override { return base_->ReadFileToString(p); }
