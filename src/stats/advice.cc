@@ -161,24 +161,30 @@ SkewSummary ComputeSkew(const RunReport& run) {
   return k;
 }
 
-std::vector<Advice> ComputeAdvice(const RunReport& run) {
-  std::vector<Advice> out;
-  const double period = run.timeline_interval_seconds > 0 ? run.timeline_interval_seconds : 10;
+namespace {
 
-  // --- GPU utilisation and requests in flight.
+// The engines' parallel slots: the last "loaded" entry's capacity, else the config's max_running_requests.
+std::optional<int64_t> EngineSlots(const RunReport& run) {
+  std::optional<int64_t> capacity;
+  for (const ShardReport& s : run.shards)
+    for (const TimelineEntry& e : s.timeline)
+      if (e.event == "loaded" && e.capacity) capacity = e.capacity;
+  return capacity ? capacity : run.knobs.max_running_requests;
+}
+
+// GPU utilisation and requests in flight.
+void GpuUtilRule(const RunReport& run, std::vector<Advice>* out) {
   double gpu_sum = 0, cpu_sum = 0, inflight_sum = 0;
   int64_t gpu_n = 0, cpu_n = 0, inflight_n = 0;
-  std::optional<int64_t> capacity;
+  const std::optional<int64_t> capacity = EngineSlots(run);
   for (const ShardReport& s : run.shards) {
     for (const TimelineEntry& e : s.timeline) {
-      if (e.event == "loaded" && e.capacity) capacity = e.capacity;
       if (!e.is_sample()) continue;
       if (e.gpu) gpu_sum += *e.gpu, ++gpu_n;
       if (e.cpu) cpu_sum += *e.cpu, ++cpu_n;
       if (e.in_flight && e.rows > e.resumed) inflight_sum += static_cast<double>(*e.in_flight), ++inflight_n;
     }
   }
-  if (!capacity) capacity = run.knobs.max_running_requests;
   auto num_gpus = AggNum(run.aggregate, "num_gpus");
   if (gpu_n > 0) {
     double mean = gpu_sum / static_cast<double>(gpu_n);
@@ -191,45 +197,50 @@ std::vector<Advice> ComputeAdvice(const RunReport& run) {
       if (cpu_n > 0) ev += "; mmirage CPU " + Pct(cpu_sum / static_cast<double>(cpu_n)) + " of a core";
       bool few = inflight && capacity && *inflight < kFewInFlightFraction * static_cast<double>(*capacity);
       if (few || !inflight || !capacity) {
-        out.push_back({"gpu_util_low", "warn",
+        out->push_back({"gpu_util_low", "warn",
                        "Few requests reach the engine: raise loading_params.batch_size (now " +
                            std::to_string(run.knobs.batch_size) +
                            ") so more rows are read ahead, and max_running_requests if the slots then fill; if "
                            "mmirage's CPU is near 100 %, reading and prompt rendering are the bottleneck",
                        ev});
       } else {
-        out.push_back({"gpu_util_low", "warn",
+        out->push_back({"gpu_util_low", "warn",
                        "The engine's slots are full but the GPU idles: raise max_running_requests (now " +
                            std::to_string(*capacity) + ", in extra_engine_args) so more sequences decode together",
                        ev});
       }
     }
   } else if (num_gpus && *num_gpus > 0) {
-    out.push_back({"gpu_not_sampled", "info",
+    out->push_back({"gpu_not_sampled", "info",
                    "GPU utilisation was not sampled: run with --stats (MMIRAGE_COLLECT_STATS=1) to see it",
                    "num_gpus " + Fmt(*num_gpus, 0) + ", 0 GPU samples in the timelines"});
   }
+}
 
-  // --- Stalls (long stretches without new rows).
+// Stalls (long stretches without new rows).
+void StallRule(const RunReport& run, std::vector<Advice>* out) {
+  const double period = run.timeline_interval_seconds > 0 ? run.timeline_interval_seconds : 10;
   Stall worst;
   for (const ShardReport& s : run.shards) FindStalls(s, &worst);
   if (worst.shard >= 0 && worst.seconds >= std::max(kStallPeriods * period, kStallMinSeconds)) {
     std::string where = "shard " + std::to_string(worst.shard) + " attempt " + std::to_string(worst.attempt) +
                         ": no new rows or tokens for " + Secs(worst.seconds);
     if (worst.before_load) {
-      out.push_back({"stall", "warn",
+      out->push_back({"stall", "warn",
                      "Time goes to loading the model before any row is processed: keep the model on a fast local "
                      "disk, or run fewer, larger shards so each load is paid once",
                      where + " before the model was loaded"});
     } else {
-      out.push_back({"stall", "warn",
+      out->push_back({"stall", "warn",
                      "Rows stopped flowing after the model had loaded: look for slow I/O (dataset on a network "
                      "file system, output commits) or a request that hangs (request_timeout)",
                      where + " after the model was loaded"});
     }
   }
+}
 
-  // --- CPU contention: the machine busy, mmirage starved.
+// CPU contention: the machine busy, mmirage starved.
+void CpuContentionRule(const RunReport& run, std::vector<Advice>* out) {
   std::string busy;
   for (const ShardReport& s : run.shards) {
     if (!s.stats || !s.stats->machine_cpu_util_mean || !s.stats->cpu_util_mean) continue;
@@ -240,30 +251,32 @@ std::vector<Advice> ComputeAdvice(const RunReport& run) {
     }
   }
   if (!busy.empty()) {
-    out.push_back({"cpu_contention", "warn",
+    out->push_back({"cpu_contention", "warn",
                    "Other processes kept the machine's CPUs busy while mmirage got little of them: run shards on "
                    "dedicated cores (SLURM --cpus-per-task, fewer local_workers) and set n_threads to the cores "
                    "you own",
                    busy});
-    if (!out.empty() && worst.shard >= 0) {
-      for (Advice& a : out)
-        if (a.rule == "stall") a.evidence += "; the machine's CPUs were saturated meanwhile (cpu_contention)";
-    }
+    for (Advice& a : *out)
+      if (a.rule == "stall") a.evidence += "; the machine's CPUs were saturated meanwhile (cpu_contention)";
   }
+}
 
-  // --- Model load share.
+// Model load share.
+void ModelLoadRule(const RunReport& run, std::vector<Advice>* out) {
   auto sum_load = AggNum(run.aggregate, "sum_model_load_seconds");
   auto sum_runtime = AggNum(run.aggregate, "sum_shard_runtime_seconds");
   if (sum_load && sum_runtime && *sum_runtime > 0 && *sum_load >= kModelLoadMinSeconds &&
       *sum_load / *sum_runtime >= kModelLoadFraction) {
-    out.push_back({"model_load", "warn",
+    out->push_back({"model_load", "warn",
                    "Model loading is a large share of the shards' time: run fewer, larger shards, or serve the model "
                    "once (an OpenAI-compatible server) and point every shard at it",
                    "model load " + Secs(*sum_load) + " of " + Secs(*sum_runtime) + " shard runtime (" +
                        Pct(*sum_load / *sum_runtime * 100) + ")"});
   }
+}
 
-  // --- Skew across shards.
+// Skew across shards.
+void SkewRule(const RunReport& run, std::vector<Advice>* out) {
   SkewSummary k = ComputeSkew(run);
   if (k.shards >= 2 && k.slowest_vs_median && *k.slowest_vs_median >= kSkewRatio) {
     std::string ev = "shard " + std::to_string(k.slowest_shard) + " took " + Secs(k.slowest_seconds) + ", " +
@@ -289,10 +302,13 @@ std::vector<Advice> ComputeAdvice(const RunReport& run) {
       ev += "; its rows' prompt/output lengths and row count are within " + Fmt(kExplainRatio, 1) + "x the median";
       msg = "One shard is much slower without longer data: check its node (host, other jobs, GPU clocks)";
     }
-    out.push_back({"shard_skew", "warn", msg, ev});
+    out->push_back({"shard_skew", "warn", msg, ev});
   }
+}
 
-  // --- Memory pressure.
+// Memory pressure.
+void MemoryRule(const RunReport& run, std::vector<Advice>* out) {
+  const std::optional<int64_t> capacity = EngineSlots(run);
   int64_t oom = 0, kv = 0;
   std::string shards_hit, example;
   for (const ShardReport& s : run.shards) {
@@ -308,21 +324,25 @@ std::vector<Advice> ComputeAdvice(const RunReport& run) {
                       ", or max_new_tokens" +
                       (run.knobs.max_new_tokens ? " (now " + std::to_string(*run.knobs.max_new_tokens) + ")" : "");
     if (kv > 0) msg += "; a full KV cache also goes away with a larger context_length";
-    out.push_back({"memory_pressure", "warn", msg,
+    out->push_back({"memory_pressure", "warn", msg,
                    std::to_string(oom) + " out-of-memory and " + std::to_string(kv) +
                        " KV-cache-full error(s) in shard(s) " + shards_hit + ", e.g. \"" + example + "\""});
   }
+}
 
-  // --- Tokens per second per GPU.
+// Tokens per second per GPU.
+void TokensPerGpuRule(const RunReport& run, std::vector<Advice>* out) {
   auto tpg = AggNum(run.aggregate, "tokens_per_sec_per_gpu");
   if (tpg && *tpg < kLowTokensPerGpu) {
-    out.push_back({"tokens_per_gpu_low", "info",
+    out->push_back({"tokens_per_gpu_low", "info",
                    "Low tokens/s/GPU: tune extra_engine_args (e.g. chunked_prefill_size, max_running_requests); "
                    "well-configured engines reach 1,000 to 5,000+ tokens/s/GPU depending on model size",
                    "tokens_per_sec_per_gpu " + Fmt(*tpg, 2)});
   }
+}
 
-  // --- Attempts that did not finish.
+// Attempts that did not finish.
+void AttemptsLostRule(const RunReport& run, std::vector<Advice>* out) {
   int64_t lost = 0;
   std::string which;
   for (const ShardReport& s : run.shards) {
@@ -335,11 +355,25 @@ std::vector<Advice> ComputeAdvice(const RunReport& run) {
     }
   }
   if (lost > 0) {
-    out.push_back({"attempts_lost", "info",
+    out->push_back({"attempts_lost", "info",
                    "Some attempts did not finish; committed rows were resumed by the next attempt (the timeline "
                    "marks them)",
                    std::to_string(lost) + " attempt(s): " + which});
   }
+}
+
+}  // namespace
+
+std::vector<Advice> ComputeAdvice(const RunReport& run) {
+  std::vector<Advice> out;
+  GpuUtilRule(run, &out);
+  StallRule(run, &out);
+  CpuContentionRule(run, &out);
+  ModelLoadRule(run, &out);
+  SkewRule(run, &out);
+  MemoryRule(run, &out);
+  TokensPerGpuRule(run, &out);
+  AttemptsLostRule(run, &out);
   return out;
 }
 
