@@ -146,10 +146,10 @@ Runner RegisterStats(CLI::App* app) {
   auto* cmd = app->add_subcommand("stats", "Benchmark report of a run (per shard and aggregate)");
   AddCommonOptions(cmd, &o->common);
   auto* fmt = cmd->add_option("--format", o->format, "json (default), table (with tuning advice) or html (to stdout)")
-                  ->check(CLI::IsMember({"json", "table", "html"}, CLI::ignore_case))
                   ->transform(CLI::IsMember({"json", "table", "html"}, CLI::ignore_case));
   cmd->add_option("--html", o->html_path,
-                  "also write the report as one self-contained HTML file (charts, advice) to FILE");
+                  "also write the report as one self-contained HTML file (charts, advice) to FILE")
+      ->type_name("FILE");
   return [o, fmt]() {
     o->format_given = fmt->count() > 0;
     return Stats(*o);
