@@ -1,6 +1,7 @@
 #include "pipeline/row_transform.h"
 
 #include "data/json.h"
+#include "process/image_inputs.h"
 
 namespace mmirage::pipeline {
 
@@ -21,6 +22,7 @@ RowTransform::RowTransform(const config::Config* config, Env* env, std::string i
   for (size_t i = 0; i < inputs.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (inputs[i].name == inputs[j].name) unique_input_names_ = false;
+  image_names_ = process::ImageVariableNames(*config_);
 }
 
 StageResult<Value> RowTransform::Extract(const Value& row) const {
@@ -88,7 +90,8 @@ Result<Value> RowTransform::ResolveImage(const Value& v) const {
 
 StageResult<std::string> RowTransform::RenderPrompt(size_t index, const Value& vars) const {
   const auto& o = config_->processing.outputs[index];
-  auto r = o.prompt_tmpl->Render(vars);
+  auto r = image_names_.empty() ? o.prompt_tmpl->Render(vars)
+                                : o.prompt_tmpl->Render(process::WithImagePlaceholders(vars, image_names_));
   if (!r.ok()) {
     return StageResult<std::string>::Fail(Stage::kRenderPrompt, "output '" + o.name + "' prompt: " + r.status().message());
   }

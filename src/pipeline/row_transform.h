@@ -55,7 +55,8 @@ class RowTransform {
 
   const std::vector<config::OutputVar>& outputs() const { return config_->processing.outputs; }
 
-  // The rendered prompt of output `index` for `vars` (stage kRenderPrompt on error).
+  // The rendered prompt of output `index` for `vars` (stage kRenderPrompt on error). Image variables render as
+  // their placeholders (process/image_inputs.h: where the prompt places an image).
   StageResult<std::string> RenderPrompt(size_t index, const Value& vars) const;
 
  private:
@@ -66,6 +67,7 @@ class RowTransform {
   Env* env_;
   std::string image_base_path_;
   bool unique_input_names_ = true;
+  std::vector<std::string> image_names_;  // image variables, sorted
 };
 
 }  // namespace mmirage::pipeline

@@ -34,15 +34,17 @@ EngineFactory LlamaEngineFactory();
 
 class OutputGenerator {
  public:
-  // Creates one engine per processor type that some output uses. Errors: engine load failures (located at the
+  // Creates one engine per processor type that some output uses (a config with image inputs gives the factory
+  // the processor with server_args.mmproj_path "auto" when unset: see process/mmproj.h). Errors: engine load failures (located at the
   // processor), a processor type this build cannot run (batch_api, image_gen, custom).
   static Result<std::unique_ptr<OutputGenerator>> Create(const config::Config& config, const EngineFactory& factory,
                                                          std::vector<std::string>* warnings);
   ~OutputGenerator();
 
   // `vars` is the row's variable environment so far (inputs and earlier outputs, an object): processors that need
-  // more than the prompt (images, user functions, extra templates) read it. REQUIRES: config.processing.outputs
-  // [output_index] is a model output.
+  // more than the prompt (images, user functions, extra templates) read it. The config's image variables become
+  // the request's images (process/image_inputs.h); an unusable image value finishes at once, on this thread, with
+  // an error. REQUIRES: config.processing.outputs[output_index] is a model output.
   void Generate(size_t output_index, std::string prompt, const Value& vars,
                 std::function<void(GenerateResult)> done);
 
