@@ -42,7 +42,10 @@ class RowTransform {
   RowTransform(const config::Config* config, Env* env, std::string image_base_path);
 
   // The variable environment of a row: an object {input name → value}. Errors (stage kExtract): a required
-  // input that is null/missing, a JMESPath runtime error, an unresolvable image path.
+  // input that is null/missing, a JMESPath runtime error, an unresolvable image path, a malformed data: URI.
+  // Image values: paths resolve as the original does (spec pipeline.md §5.1, same error texts); http(s) URLs,
+  // data: URIs and bytes pass through; an HF Image struct {"bytes", "path"} passes through with bytes, has its
+  // path resolved without, and is a null image when both are null.
   StageResult<Value> Extract(const Value& row) const;
 
   // The output row: output_schema rendered with `vars` (a plain `{{ var }}` keeps the variable's JSON type, an
