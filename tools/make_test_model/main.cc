@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
   }
 
   if (!png_path.empty()) {
-    mmirage::Status s = WriteTestPng(mmirage::Env::Default(), png_path, png_size, png_size, options.seed);
+    mmirage::Status s = mmirage::Env::Default()->CreateDirs(mmirage::Dirname(png_path));
+    if (s.ok()) s = WriteTestPng(mmirage::Env::Default(), png_path, png_size, png_size, options.seed);
     if (!s.ok()) {
       std::cerr << "error: " << s.ToString() << "\n";
       return kExitError;
