@@ -1,6 +1,7 @@
 #include "process/image_inputs.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace mmirage::process {
 namespace {
@@ -60,6 +61,34 @@ Value WithImagePlaceholders(const Value& vars, const std::vector<std::string>& i
     changed = true;
   }
   return changed ? out : vars;
+}
+
+ImageSize SniffImageSize(std::string_view b) {
+  auto u8 = [&](size_t i) { return i < b.size() ? static_cast<uint32_t>(static_cast<unsigned char>(b[i])) : 0u; };
+  auto be16 = [&](size_t i) { return static_cast<int>((u8(i) << 8) | u8(i + 1)); };
+  auto le16 = [&](size_t i) { return static_cast<int>(u8(i) | (u8(i + 1) << 8)); };
+  auto be32 = [&](size_t i) { return static_cast<int>((u8(i) << 24) | (u8(i + 1) << 16) | (u8(i + 2) << 8) | u8(i + 3)); };
+  auto le32 = [&](size_t i) { return static_cast<int>(u8(i) | (u8(i + 1) << 8) | (u8(i + 2) << 16) | (u8(i + 3) << 24)); };
+  const std::string mime = engine::SniffImageMime(b);
+  if (mime == "image/png" && b.size() >= 24) return {be32(16), be32(20)};
+  if (mime == "image/gif" && b.size() >= 10) return {le16(6), le16(8)};
+  if (mime == "image/bmp" && b.size() >= 26) return {le32(18), std::abs(le32(22))};
+  if (mime == "image/jpeg") {
+    size_t i = 2;
+    while (i + 9 < b.size()) {
+      if (u8(i) != 0xFF) return {};
+      const uint32_t marker = u8(i + 1);
+      if (marker == 0xFF) {
+        ++i;
+        continue;
+      }
+      // SOF0..SOF15 except DHT (C4), JPG (C8) and DAC (CC) carry the frame size.
+      if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC)
+        return {be16(i + 7), be16(i + 5)};
+      i += 2 + static_cast<size_t>(be16(i + 2));
+    }
+  }
+  return {};
 }
 
 Result<std::string> DecodeBase64(std::string_view text) {
@@ -180,6 +209,7 @@ Result<PlacedImages> PlaceImages(std::string prompt, const Value& vars, const st
   // Placed images, in prompt order.
   std::string body;
   std::vector<engine::ImageInput> placed_images;
+  std::vector<std::string> placed_vars;
   size_t from = 0;
   while (true) {
     const size_t open = prompt.find(kPlaceholderOpen, from);
@@ -195,6 +225,7 @@ Result<PlacedImages> PlaceImages(std::string prompt, const Value& vars, const st
       const size_t i = static_cast<size_t>(it - image_names.begin());
       body += engine::kImageMarker;
       placed_images.push_back(converted[i]);
+      placed_vars.push_back(name);
       placed[i] = true;
     } else {
       body.append(prompt, open, end - open);  // not one of ours: the text stays
@@ -207,9 +238,11 @@ Result<PlacedImages> PlaceImages(std::string prompt, const Value& vars, const st
     out.prompt += engine::kImageMarker;
     out.prompt += '\n';
     out.images.push_back(converted[i]);
+    out.variables.push_back(image_names[i]);
   }
   out.prompt += body;
   for (auto& im : placed_images) out.images.push_back(std::move(im));
+  for (auto& v : placed_vars) out.variables.push_back(std::move(v));
   return out;
 }
 

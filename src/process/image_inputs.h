@@ -41,6 +41,7 @@ Value WithImagePlaceholders(const Value& vars, const std::vector<std::string>& i
 struct PlacedImages {
   std::string prompt;                       // placeholders replaced by engine::kImageMarker; unplaced ones first
   std::vector<engine::ImageInput> images;   // one per marker, in order
+  std::vector<std::string> variables;       // the image variable of each image
 };
 
 // Applies the placement rule to a prompt rendered from WithImagePlaceholders(vars, image_names). Errors
@@ -50,6 +51,13 @@ Result<PlacedImages> PlaceImages(std::string prompt, const Value& vars, const st
 
 // One image value as an engine image. Errors as for PlaceImages.
 Result<engine::ImageInput> ToImageInput(const std::string& name, const Value& value);
+
+// Width and height of PNG, GIF, BMP and JPEG bytes from their headers (no decoding); {0, 0} when unknown.
+struct ImageSize {
+  int width = 0;
+  int height = 0;
+};
+ImageSize SniffImageSize(std::string_view bytes);
 
 // `data:[<mime>][;base64],<payload>` → the payload bytes (percent-decoded when not base64). kInvalidArgument
 // when malformed.

@@ -202,6 +202,22 @@ TEST_F(VisionE2eTest, ManagedLlamaServerGetsTheProjectorAndImageParts) {
   CheckRun(1);
 }
 
+TEST_F(VisionE2eTest, PreviewShowsImagesAndWhereTheyGoInTheUserTurn) {
+  const std::string backend = "    server_args: {model_path: " + Vlm().model_dir + "/model.gguf}\n";
+  WriteFile(d_.Path("cfg.yaml"),
+            Config(backend, "    - {name: caption, type: llm, prompt: \"Is {{ detail }} like the other? {{ q }}\"}\n"));
+  auto r = RunMmirage("preview -n 2 --config " + d_.Path("cfg.yaml"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("photo = \"<image: " + d_.Path("imgs/cat.jpg") + " (image/png 32x32, "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  | <image 1: photo>\n  | Is <image 2: detail> like the other? What is shown?"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("<image 2: detail> = " + d_.Path("imgs/mountain.jpg") + " (image/png 32x32"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(MockVisionConfigTest, TheOriginalsConfigRunsUnchangedButForModelPath) {
   TempDir w;
   // The config samples up to 512 tokens per row at temperature 0.1: a VLM whose end-of-generation tokens are
