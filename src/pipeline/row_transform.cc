@@ -108,7 +108,8 @@ Result<Value> RowTransform::ResolveImage(const Value& v) const {
 
 StageResult<std::string> RowTransform::RenderPrompt(size_t index, const Value& vars) const {
   const auto& o = config_->processing.outputs[index];
-  auto r = image_names_.empty() ? o.prompt_tmpl->Render(vars)
+  if (!o.prompt_tmpl) return StageResult<std::string>{};  // custom outputs have no prompt
+  auto r = image_names_.empty() || o.type != "llm" ? o.prompt_tmpl->Render(vars)
                                 : o.prompt_tmpl->Render(process::WithImagePlaceholders(vars, image_names_));
   if (!r.ok()) {
     return StageResult<std::string>::Fail(Stage::kRenderPrompt, "output '" + o.name + "' prompt: " + r.status().message());

@@ -1,8 +1,8 @@
 // Image inputs of a model output: which images a row sends, in which order, and where in the user turn.
 //
 // Placement rule (README "Image inputs"):
-//  - the images of a row are its image variables (inputs with `type: image`) whose value is not null, in variable
-//    name order (as the original orders them);
+//  - the images of a row are its image variables (inputs with `type: image`, and image_gen outputs once computed)
+//    whose value is not null, in variable name order (as the original orders them);
 //  - a prompt places an image itself by naming its variable, `{{ image_var }}`: the image goes exactly there (each
 //    occurrence is one image, so a variable named twice sends its image twice);
 //  - the images that the prompt does not place go at the start of the user turn, one per line, in name order;
@@ -28,7 +28,8 @@
 
 namespace mmirage::process {
 
-// The image variables of `config` (inputs with type: image), sorted by name, without duplicates.
+// The image variables of `config` (inputs with type: image, and image_gen outputs), sorted by name, without
+// duplicates.
 std::vector<std::string> ImageVariableNames(const config::Config& config);
 
 // What the prompt renderer writes for image variable `name` (a marker that no template produces by chance).
