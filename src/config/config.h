@@ -194,11 +194,12 @@ struct ProcessingParams {
 
 // ---- loading ---------------------------------------------------------------------------------------------------
 struct DatasetConfig {
-  std::string type;                    // JSONL | loadable
-  std::string path;                    // file or glob (when splits is empty)
+  std::string type;                    // JSONL | loadable (HF save_to_disk directory) | parquet
+  std::string path;                    // file or glob (when splits is empty); loadable: the directory
   std::vector<std::pair<std::string, std::string>> splits;  // split name → file/glob, YAML order
   std::string output_dir;
   std::optional<std::string> image_base_path;
+  std::string output_format = "hf";   // hf (HF save_to_disk layout) | jsonl | parquet
   Loc loc;
 };
 

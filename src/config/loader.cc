@@ -386,13 +386,14 @@ void ReadLoading(Diag* d, const EnvLookup& env, const YAML::Node& node, LoadingP
       DatasetConfig dc;
       dc.loc = d->LocOf(dn);
       if (!dr.Has("type")) d->Error(dn, sec + ": missing required key 'type'");
-      if (dr.String("type", &dc.type) && dc.type != "JSONL" && dc.type != "loadable") {
+      if (dr.String("type", &dc.type) && dc.type != "JSONL" && dc.type != "loadable" && dc.type != "parquet") {
         d->Error(dr.LocOf("type"), sec + ": Loader " + dc.type +
-                                       " not registered. Available loaders are ['JSONL', 'loadable']");
+                                       " not registered. Available loaders are ['JSONL', 'loadable', 'parquet']");
       }
-      if (dc.type == "loadable") {
-        d->Error(dr.LocOf("type"), sec + ": type 'loadable' (an HF save_to_disk directory) is not supported by "
-                                         "this build yet; export the dataset to JSONL and use type: JSONL");
+      if (dr.String("output_format", &dc.output_format) && dc.output_format != "hf" && dc.output_format != "jsonl" &&
+          dc.output_format != "parquet") {
+        d->Error(dr.LocOf("output_format"), sec + ".output_format: '" + dc.output_format +
+                                                "' is not one of hf, jsonl, parquet");
       }
       if (!dr.Has("output_dir")) d->Error(dn, sec + ": missing required key 'output_dir'");
       if (dr.String("output_dir", &dc.output_dir) && Trim(dc.output_dir).empty())
@@ -409,6 +410,9 @@ void ReadLoading(Diag* d, const EnvLookup& env, const YAML::Node& node, LoadingP
           dc.splits.emplace_back(kv.first.Scalar(), ExpandEnvVars(v.as_string(), env));
         }
         if (dc.splits.empty()) d->Error(p, sec + ".path: the split map is empty");
+        if (dc.type == "loadable")
+          d->Error(p, sec + ".path: type 'loadable' takes one save_to_disk directory (a DatasetDict directory "
+                            "is read split by split), not a split map");
       } else if (p.IsDefined()) {
         dr.String("path", &dc.path);  // re-reads with type checking
       }

@@ -1,5 +1,7 @@
 #include "pipeline/row_transform.h"
 
+#include "data/tagged_json.h"
+
 #include "data/json.h"
 #include "process/image_inputs.h"
 
@@ -152,7 +154,8 @@ Status RowTransform::RenderNodeJson(const config::OutputNode& node, const Value&
       // original, which stringifies numbers and booleans). An absent variable renders as "".
       if (node.plain_var) {
         if (const Value* v = vars.Find(*node.plain_var)) {
-          AppendJson(*v, out);
+          if (tag_bytes_) AppendJsonTagged(*v, out);
+          else AppendJson(*v, out);
           return Status::OK();
         }
       }
@@ -192,7 +195,8 @@ StageResult<bool> RowTransform::RenderOutputJson(const Value& row, const Value& 
       if (m.first == k) replacement = &m.second;
     }
     if (replacement == nullptr) {
-      AppendJson(v, out);
+      if (tag_bytes_) AppendJsonTagged(v, out);
+      else AppendJson(v, out);
     } else if (Status st = RenderNodeJson(*replacement, vars, out); !st.ok()) {
       return fail(st);
     }

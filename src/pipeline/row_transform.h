@@ -56,6 +56,10 @@ class RowTransform {
   // per-row hot path). On error *out is left as it was.
   StageResult<bool> RenderOutputJson(const Value& row, const Value& vars, std::string* out) const;
 
+  // Bytes values in RenderOutputJson's rows are written in the tagged journal form (data/tagged_json.h): for
+  // outputs converted to Arrow/Parquet at publish time. Set before sharing the transform.
+  void set_tag_bytes(bool on) { tag_bytes_ = on; }
+
   const std::vector<config::OutputVar>& outputs() const { return config_->processing.outputs; }
 
   // The rendered prompt of output `index` for `vars` (stage kRenderPrompt on error). In `llm` prompts image
@@ -71,6 +75,7 @@ class RowTransform {
   std::string image_base_path_;
   bool unique_input_names_ = true;
   std::vector<std::string> image_names_;  // image variables, sorted
+  bool tag_bytes_ = false;
 };
 
 }  // namespace mmirage::pipeline

@@ -16,6 +16,8 @@
 #include "data/dataset.h"
 #include "data/json.h"
 #include "data/line_reader.h"
+#include "data/output_reader.h"
+#include "data/hf_writer.h"
 #include "pipeline/row_batches.h"
 #include "pipeline/stream_scheduler.h"
 #include "process/engine_factory.h"
@@ -41,7 +43,7 @@ struct DatasetPlan {
 Result<DatasetPlan> PlanDataset(Env* env, const config::DatasetConfig& dc, int64_t num_shards, int64_t shard_id) {
   DatasetPlan plan;
   plan.config = &dc;
-  auto parts = ResolveDatasetParts(env, dc.path, dc.splits);
+  auto parts = ResolveDatasetParts(env, dc.type, dc.path, dc.splits);
   if (!parts.ok()) return parts.status().WithContext(dc.loc.ToString() + ": dataset");
   plan.parts = std::move(*parts);
   for (const auto& part : plan.parts) {
@@ -77,6 +79,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
                       process::OutputGenerator* generator, ShardWriter* writer, StreamTotals* totals,
                       Progress* progress) {
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
+  transform.set_tag_bytes(plan.config->output_format != "jsonl");
   const auto& ex = config.execution;
   const int64_t commit_every_rows =
       ex.commit_every_rows.value_or(config.processing.outputs.empty() ? 1000000 : 256);
@@ -150,6 +153,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
     MMIRAGE_TRY(writer->AddUsage(*usage));
   }
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
+  transform.set_tag_bytes(plan.config->output_format != "jsonl");
   for (size_t p = 0; p < plan.parts.size(); ++p) {
     std::vector<uint64_t>& f = failed[plan.parts[p].split];
     std::sort(f.begin(), f.end());
@@ -190,8 +194,8 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
     }
     // (b) Merge with the published rows, in input order.
     const std::string& split = plan.parts[p].split;
-    std::string old_path = JoinPath(split.empty() ? published_dir : JoinPath(published_dir, split), "data.jsonl");
-    MMIRAGE_ASSIGN_OR_RETURN(auto old, LineReader::Open(env, old_path));
+    std::string old_dir = split.empty() ? published_dir : JoinPath(published_dir, split);
+    MMIRAGE_ASSIGN_OR_RETURN(auto old, OpenOutputRows(env, old_dir));
     size_t fpos = 0;
     std::string buf;
     for (uint64_t i = plan.ranges[p].begin;; ++i) {
@@ -204,11 +208,9 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
           ++progress->rows_failed;
         }
       } else {
-        std::string_view line;
-        MMIRAGE_ASSIGN_OR_RETURN(bool more, old->Next(&line));
+        buf.clear();
+        MMIRAGE_ASSIGN_OR_RETURN(bool more, old->NextJournalLine(&buf));
         if (!more) break;
-        buf.assign(line);
-        buf.push_back('\n');
         MMIRAGE_TRY(writer->AddSerialized(p, buf, 1));
       }
       writer->Advance(p, 1);
@@ -425,6 +427,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     std::vector<std::string> splits;
     for (const auto& part : plan->parts) splits.push_back(part.split);
     ShardWriterOptions wo{dc.output_dir, opt.shard_id, splits, fingerprint};
+    wo.output_format = *ParseOutputFormat(dc.output_format);  // validated by the config loader
     auto writer = ShardWriter::Open(env, wo);
     if (!writer.ok()) return fail(writer.status().WithContext("cannot open the shard output"));
     if ((*writer)->resumed()) {

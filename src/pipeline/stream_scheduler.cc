@@ -112,7 +112,7 @@ class Scheduler {
       RowState st;
       st.row_index = raw.index;
       st.source = *raw.file + ":" + std::to_string(raw.line);
-      auto row = ParseJson(raw.text);
+      Result<Value> row = raw.value != nullptr ? Result<Value>(std::move(*raw.value)) : ParseJson(raw.text);
       if (!row.ok()) {
         Fail(seq, st, RowError{Stage::kRead, row.status().message()});
         continue;
