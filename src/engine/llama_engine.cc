@@ -40,6 +40,10 @@ void LlamaLogToOurs(ggml_log_level level, const char* text, void* /*user_data*/)
   // With a unified KV cache llama.cpp compares the whole context with the training context; our limit is per
   // sequence (n_ctx_seq, capped at the training context), so this warning does not apply.
   if (line.find("possible training context overflow") != std::string::npos) level = GGML_LOG_LEVEL_DEBUG;
+  // A corrupt image makes libmtmd try audio and then ffprobe (video) before giving up; the request's own error
+  // says what went wrong, so these attempts are debug output.
+  if (line.find("ffprobe") != std::string::npos || line.find("failed to decode buffer") != std::string::npos)
+    level = GGML_LOG_LEVEL_DEBUG;
   LogLevel ours = level == GGML_LOG_LEVEL_ERROR  ? LogLevel::kError
                   : level == GGML_LOG_LEVEL_WARN ? LogLevel::kWarning
                                                  : LogLevel::kDebug;

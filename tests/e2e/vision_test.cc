@@ -218,6 +218,50 @@ TEST_F(VisionE2eTest, PreviewShowsImagesAndWhereTheyGoInTheUserTurn) {
       << r.out;
 }
 
+TEST_F(VisionE2eTest, HfImageColumnsOfALoadableDatasetAreImages) {
+  // An HF dataset with an Image feature (struct {bytes, path}), written by Python `datasets`; a null image last.
+  const std::string script =
+      "import datasets, sys\n"
+      "rows = [{'id': i, 'img': {'bytes': open(p, 'rb').read(), 'path': None}} for i, p in enumerate(sys.argv[2:])]\n"
+      "rows.append({'id': len(rows), 'img': None})\n"
+      "f = datasets.Features({'id': datasets.Value('int64'), 'img': datasets.Image()})\n"
+      "datasets.Dataset.from_list(rows, features=f).save_to_disk(sys.argv[1])\n";
+  WriteFile(d_.Path("make_hf.py"), script);
+  auto made = RunCommand("'" + PythonPath() + "' '" + d_.Path("make_hf.py") + "' '" + d_.Path("hf") + "' '" +
+                         d_.Path("imgs/cat.jpg") + "' '" + d_.Path("imgs/cat.jpg") + "' '" + d_.Path("imgs/dog.jpg") + "'");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string vlm = Vlm().model_dir;
+  WriteFile(d_.Path("hf.yaml"),
+            "processors:\n"
+            "  - type: llm\n"
+            "    server_args:\n"
+            "      model_path: " + vlm + "/model.gguf\n"
+            "      extra_engine_args: {max_running_requests: 1, context_length: 512, n_threads: 1}\n"
+            "    default_sampling_params: {temperature: 0, max_new_tokens: 12}\n"
+            "loading_params:\n"
+            "  datasets: [{type: loadable, path: " + d_.Path("hf") + ", output_dir: " + d_.Path("hf_out") +
+                ", output_format: jsonl}]\n"
+            "  state_dir: " + d_.Path("hf_state") + "\n"
+            "processing_params:\n"
+            "  inputs: [{name: img, key: img, type: image, optional: true}, {name: id, key: id}]\n"
+            "  outputs: [{name: caption, type: llm, prompt: \"Describe.\"}]\n"
+            "  remove_columns: true\n"
+            "  output_schema: {id: \"{{ id }}\", caption: \"{{ caption }}\"}\n");
+  auto r = RunMmirage("run --config " + d_.Path("hf.yaml"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = ByRowIndex(ReadLines(d_.Path("hf_out/shard_0/data.jsonl")), "id");
+  auto usage = ByRowIndex(ReadLines(d_.Path("hf_out/shard_0/usage.jsonl")), "row_index");
+  ASSERT_EQ(rows.size(), 4u) << ReadFile(d_.Path("hf_out/shard_0/errors.jsonl")) << r.err;
+  auto prompt = [&](int64_t id) { return usage.at(id).Find("prompt_tokens")->as_int(); };
+  for (int64_t id : {0, 1, 2}) EXPECT_GE(prompt(id), prompt(3) + kImageTokens) << id;
+  EXPECT_EQ(ToJson(*rows[0].Find("caption")), ToJson(*rows[1].Find("caption")));  // the same bytes
+  EXPECT_NE(ToJson(*rows[0].Find("caption")), ToJson(*rows[3].Find("caption")));
+  auto st = ParseJson(ReadFile(d_.Path("hf_state/shard_0/status.json")));
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->Find("stats")->Find("images_encoded")->as_int(), 2);  // cat once, dog once
+  EXPECT_EQ(st->Find("stats")->Find("images_reused")->as_int(), 1);
+}
+
 TEST(MockVisionConfigTest, TheOriginalsConfigRunsUnchangedButForModelPath) {
   TempDir w;
   // The config samples up to 512 tokens per row at temperature 0.1: a VLM whose end-of-generation tokens are
