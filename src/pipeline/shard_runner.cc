@@ -519,7 +519,12 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     if (generator->LoadSeconds() > 0) stats.model_load_seconds = RoundTo(generator->LoadSeconds(), 3);
     if (totals.prompt_tokens > 0) stats.input_tokens = totals.prompt_tokens;
     if (totals.completion_tokens > 0) stats.output_tokens = totals.completion_tokens;
-    stats.prompt_tokens_reused = generator->Counters().prompt_tokens_reused;
+    const engine::EngineCounters counters = generator->Counters();
+    stats.prompt_tokens_reused = counters.prompt_tokens_reused;
+    if (counters.images_encoded + counters.images_reused > 0) {
+      stats.images_encoded = counters.images_encoded;
+      stats.images_reused = counters.images_reused;
+    }
   }
   auto inf = stats.InferenceRuntime();
   if (inf && *inf > 0) stats.throughput_rows_per_sec = RoundTo(static_cast<double>(stats.rows_processed) / *inf, 2);
