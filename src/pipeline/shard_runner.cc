@@ -82,9 +82,13 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
                       Progress* progress) {
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
   transform.set_tag_bytes(plan.config->output_format != "jsonl");
+  transform.set_cast_images(config.processing.cast_images && plan.config->output_format != "jsonl");
   const auto& ex = config.execution;
-  const int64_t commit_every_rows =
-      ex.commit_every_rows.value_or(config.processing.outputs.empty() ? 1000000 : 256);
+  // Rows that only ran custom functions are bounded by the time-based commit like model-free rows: an fsync every
+  // 256 fast function calls would cost more than the calls.
+  bool only_custom = true;
+  for (const auto& o : config.processing.outputs) only_custom = only_custom && o.type == "custom";
+  const int64_t commit_every_rows = ex.commit_every_rows.value_or(only_custom ? 1000000 : 256);
   uint64_t last_commit_us = env->MonotonicMicros();
   int64_t uncommitted = 0;
   for (size_t p = 0; p < plan.parts.size(); ++p) {
@@ -156,6 +160,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
   }
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
   transform.set_tag_bytes(plan.config->output_format != "jsonl");
+  transform.set_cast_images(config.processing.cast_images && plan.config->output_format != "jsonl");
   for (size_t p = 0; p < plan.parts.size(); ++p) {
     std::vector<uint64_t>& f = failed[plan.parts[p].split];
     std::sort(f.begin(), f.end());
