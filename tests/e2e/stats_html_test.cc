@@ -182,5 +182,20 @@ TEST(StatsHtmlTest, AnUnwritableReportPathIsAOneLineErrorAndExitOne) {
   EXPECT_NE(bad.exit_code, 0);
 }
 
+TEST(StatsHtmlTest, ABadTimelinePeriodIsRefusedBeforeAnyStateIsWritten) {
+  TempDir d;
+  WriteFile(d.Path("data.jsonl"), MakeRows(5));
+  std::string cfg = d.Path("cfg.yaml");
+  WriteFile(cfg, RestructureConfig(d.Path("data.jsonl"), d.Path("out"), d.Path("state")));
+  for (const char* v : {"abc", "0", "-3", "10s"}) {
+    ::setenv("MMIRAGE_TIMELINE_INTERVAL_SECONDS", v, 1);
+    auto r = RunMmirage("run --config " + cfg + " --quiet");
+    ::unsetenv("MMIRAGE_TIMELINE_INTERVAL_SECONDS");
+    EXPECT_EQ(r.exit_code, 2) << v << ": " << r.err;
+    EXPECT_NE(r.err.find(std::string("MMIRAGE_TIMELINE_INTERVAL_SECONDS='") + v + "'"), std::string::npos) << r.err;
+    EXPECT_FALSE(Exists(d.Path("state/shard_0/status.json"))) << v;
+  }
+}
+
 }  // namespace
 }  // namespace mmirage::testing
