@@ -1,5 +1,6 @@
 #include "process/mmproj.h"
 
+#include "process/image_inputs.h"
 #include "process/model_ref.h"
 
 namespace mmirage::process {
@@ -28,10 +29,8 @@ Result<std::string> ResolveMmprojPath(Env* env, const std::string& model_file, c
 }
 
 bool ConfigHasImageInputs(const config::Config& config) {
-  for (const auto& in : config.processing.inputs) {
-    if (in.image) return true;
-  }
-  return false;
+  // image inputs and image_gen outputs (a later llm output sees the generated images) alike
+  return !ImageVariableNames(config).empty();
 }
 
 }  // namespace mmirage::process

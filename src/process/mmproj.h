@@ -23,7 +23,8 @@ inline constexpr char kMmprojAuto[] = "auto";
 Result<std::string> ResolveMmprojPath(Env* env, const std::string& model_file, const std::string& setting,
                                       const config::EnvLookup& env_vars);
 
-// True when the config has image inputs (then an llm processor without mmproj_path looks for one: "auto").
+// True when the config has image variables — image inputs or image_gen outputs (then an llm processor without
+// mmproj_path looks for one: "auto").
 bool ConfigHasImageInputs(const config::Config& config);
 
 }  // namespace mmirage::process
