@@ -78,6 +78,7 @@ struct BatchApiProcessor {
 struct ImageGenEndpoint {
   std::string base_url;
   std::optional<std::string> api_key;
+  std::optional<std::string> api_key_env;  // extension: the variable holding the key (preferred over api_key)
   int64_t timeout_seconds = 900;
   std::optional<std::string> request_model;
   int64_t max_concurrent_requests = 1;
@@ -91,6 +92,7 @@ struct ImageGenSglang {
   int64_t startup_timeout_seconds = 900;
   std::vector<std::string> extra_server_args;
   std::optional<std::string> api_key;
+  std::optional<std::string> api_key_env;  // extension, as in ImageGenEndpoint
   int64_t timeout_seconds = 900;
   std::optional<std::string> request_model;
   int64_t max_concurrent_requests = 1;
@@ -116,6 +118,10 @@ struct CustomProcessor {
   int64_t max_errors = 1;
   Value fallback_value;
   std::string start_method = "spawn";
+  // Extensions: the interpreter for script_path (else $MMIRAGE_PYTHON, else python3 on PATH), or a command that
+  // speaks the worker protocol itself (docs/custom_worker_protocol.md) instead of script_path/function_name.
+  std::string python_executable;
+  std::vector<std::string> command;
 };
 
 struct Processor {

@@ -90,6 +90,7 @@ Result<Value> RowTransform::ResolveImage(const Value& v) const {
 
 StageResult<std::string> RowTransform::RenderPrompt(size_t index, const Value& vars) const {
   const auto& o = config_->processing.outputs[index];
+  if (!o.prompt_tmpl) return StageResult<std::string>{};  // custom outputs have no prompt
   auto r = o.prompt_tmpl->Render(vars);
   if (!r.ok()) {
     return StageResult<std::string>::Fail(Stage::kRenderPrompt, "output '" + o.name + "' prompt: " + r.status().message());

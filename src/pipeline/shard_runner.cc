@@ -64,6 +64,14 @@ struct Progress {
   std::atomic<int64_t> rows_total{-1};  // -1: unknown (a single-shard run does not count rows first)
 };
 
+// RowInfo::sample_index = row_index + this: the row's position among the shard's rows of the dataset (parts in
+// order), stable across resumes and retries.
+int64_t SampleOffset(const DatasetPlan& plan, size_t part) {
+  int64_t before = 0;
+  for (size_t i = 0; i < part; ++i) before += static_cast<int64_t>(plan.ranges[i].size());
+  return before - static_cast<int64_t>(plan.ranges[part].begin);
+}
+
 // Streams one dataset's shard through the row stages into `writer`, committing every `commit_every_rows` rows or
 // `commit_interval_seconds`. Parts resume where the writer's journal says. Returns a fatal error only
 // (kUnavailable "interrupted" after a stop request: what is committed stays resumable).
@@ -84,6 +92,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
     auto sink = [&](ProcessedBatch& batch) -> Status {
       MMIRAGE_TRY(writer->AddSerialized(p, batch.lines, batch.rows));
       for (const auto& f : batch.failures) MMIRAGE_TRY(writer->AddError(p, f.row_index, f.source, f.error));
+      for (const auto& w : batch.warnings) MMIRAGE_TRY(writer->AddWarning(p, w.row_index, w.source, w.error));
       MMIRAGE_TRY(writer->AddUsage(batch.usage));
       uint64_t handled = static_cast<uint64_t>(batch.rows) + batch.failures.size();
       writer->Advance(p, handled);
@@ -108,6 +117,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
       so.window = std::max<size_t>(static_cast<size_t>(config.loading.batch_size),
                                    static_cast<size_t>(4 * generator->Capacity()));
       so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
+      so.sample_offset = SampleOffset(plan, p);
       MMIRAGE_TRY(RunStreaming(&stream, transform, generator, so, sink, totals));
     }
   }
@@ -130,6 +140,10 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
       auto e = ParseJson(line);
       const Value* idx = e.ok() ? e->Find("row_index") : nullptr;
       if (idx == nullptr || !idx->is_int()) return Status::Corruption(published_dir + "/errors.jsonl: bad line");
+      if (const Value* level = e->Find("level"); level && level->is_string() && level->as_string() == "warning") {
+        MMIRAGE_TRY(writer->AddWarningLine(line));  // a row that was written: kept, not redone
+        continue;
+      }
       const Value* split = e->Find("split");
       failed[split && split->is_string() ? split->as_string() : ""].push_back(static_cast<uint64_t>(idx->as_int()));
     }
@@ -152,6 +166,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
       size_t pos = 0;
       auto sink = [&](ProcessedBatch& b) -> Status {
         MMIRAGE_TRY(writer->AddUsage(b.usage));
+        for (const auto& w : b.warnings) MMIRAGE_TRY(writer->AddWarning(p, w.row_index, w.source, w.error));
         std::set<uint64_t> failed_now;
         for (auto& x : b.failures) {
           failed_now.insert(x.row_index);
@@ -173,6 +188,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
       } else {
         StreamOptions so;
         so.window = static_cast<size_t>(4 * generator->Capacity());
+        so.sample_offset = SampleOffset(plan, p);
         MMIRAGE_TRY(RunStreaming(&stream, transform, generator, so, sink, totals));
       }
     }
@@ -321,6 +337,7 @@ Value DatasetsInfo(const config::Config& config) {
 
 Status CheckRunnable(const config::Config& config) {
   for (const auto& o : config.processing.outputs) {
+    if (o.type == "custom" || o.type == "image_gen") continue;  // checked when the processor starts
     if (o.type != "llm") {
       return Status::InvalidArgument(o.loc.ToString() + ": output '" + o.name + "' needs the '" + o.type +
                                      "' processor, which this build cannot run yet (use `mmirage preview` to "

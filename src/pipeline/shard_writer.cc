@@ -166,6 +166,31 @@ Status ShardWriter::AddError(size_t split_index, uint64_t row_index, const std::
   return status_;
 }
 
+Status ShardWriter::AddWarning(size_t split_index, uint64_t row_index, const std::string& source,
+                               const RowError& warning) {
+  if (!status_.ok()) return status_;
+  Value e = Value::EmptyObject();
+  e.Set("row_index", static_cast<int64_t>(row_index));
+  if (!splits_[split_index].name.empty()) e.Set("split", splits_[split_index].name);
+  e.Set("source", source);
+  e.Set("stage", StageName(warning.stage));
+  e.Set("level", "warning");
+  e.Set("message", warning.message);
+  line_.clear();
+  AppendJson(e, &line_);
+  line_.push_back('\n');
+  return AddWarningLine(line_);
+}
+
+Status ShardWriter::AddWarningLine(std::string_view line) {
+  if (!status_.ok()) return status_;
+  std::string l(line);
+  if (l.empty() || l.back() != '\n') l.push_back('\n');
+  status_ = errors_->Append(l);
+  if (status_.ok()) errors_bytes_ += l.size();
+  return status_;
+}
+
 Status ShardWriter::WriteJournal() {
   Value splits = Value::EmptyArray();
   for (const auto& s : splits_) {

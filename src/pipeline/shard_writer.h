@@ -64,6 +64,11 @@ class ShardWriter {
   Status AddSerialized(size_t split_index, std::string_view lines, int64_t rows);
   // Appends one failed row to errors.jsonl: {"row_index", "split", "source", "stage", "message"}.
   Status AddError(size_t split_index, uint64_t row_index, const std::string& source, const RowError& error);
+  // Appends a warning about a row that was written (e.g. a custom function's fallback_value) to errors.jsonl:
+  // the same keys plus "level": "warning". Not counted in rows_failed; `retry` does not redo such rows.
+  Status AddWarning(size_t split_index, uint64_t row_index, const std::string& source, const RowError& warning);
+  // Appends an errors.jsonl line verbatim (a warning line of an earlier attempt, kept on retry).
+  Status AddWarningLine(std::string_view line);
   // Appends per-row token usage lines (ProcessedBatch::usage) to usage.jsonl.
   Status AddUsage(std::string_view lines);
   // Records that `rows` more input rows of the split were handled (what Commit makes durable).
