@@ -22,7 +22,7 @@ class CustomTest : public ::testing::Test {
     std::string cfg = "processors:\n  - type: custom\n" + processor_fields +
                       "loading_params:\n  state_dir: " + dir_.Path("state") +
                       "\n  datasets:\n    - type: JSONL\n      path: " + dir_.Path("data.jsonl") +
-                      "\n      output_dir: " + dir_.Path("out") +
+                      "\n      output_dir: " + dir_.Path("out") + "\n      output_format: jsonl" +
                       "\nprocessing_params:\n  inputs:\n    - name: text\n      key: text\n    - name: id\n      key: id\n"
                       "  outputs:\n    - name: result\n      type: custom\n"
                       "  remove_columns: true\n  output_schema:\n    id: \"{{ id }}\"\n    result: \"{{ result }}\"\n" +
@@ -63,7 +63,7 @@ TEST_F(CustomTest, OriginalMockCustomModuleConfigGivesTheOriginalsRows) {
                           "' run --config configs/config_mock_custom_module.yaml",
                       dir_.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto got = ReadLines(dir_.Path("tests/output/data_mock_custom_feature/merged/data.jsonl"));
+  auto got = CatLines(dir_.Path("tests/output/data_mock_custom_feature/merged"));  // an HF dataset, as the original's
   auto want = ReadLines(kFixtures + "/expected/config_mock_custom_module.merged.jsonl");
   ASSERT_EQ(want.size(), 50u);
   ASSERT_EQ(got.size(), want.size());

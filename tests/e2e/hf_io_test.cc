@@ -363,7 +363,7 @@ TEST(HfResumeTest, KillNineMidRunThenResumeGivesTheFaultFreeOutputInEveryFormat)
 }
 
 // The original's throughput benchmark config (configs/config_benchmark_datatrove.yaml at 2972ff6, checked in under
-// tests/fixtures/original/) validates and runs with only model_path changed, on a save_to_disk dataset with the
+// tests/fixtures/mmirage-2972ff6/configs/) validates and runs with only model_path changed, on a save_to_disk dataset with the
 // s1K-1.1 columns built by examples/s1k/make_s1k_dataset.py. Its mode is slurm: the run is the array task's command
 // (`run --shard-id 0`). The synthetic model ends every answer at once (EOS bias), so 1024 max_new_tokens stay cheap.
 TEST(DatatroveConfigTest, TheOriginalsBenchmarkConfigRunsUnchangedButForModelPath) {
@@ -375,7 +375,7 @@ TEST(DatatroveConfigTest, TheOriginalsBenchmarkConfigRunsUnchangedButForModelPat
                            "data/s1K-1.1",
                        d.path());
   ASSERT_EQ(mk.exit_code, 0) << mk.err;
-  std::string original = ReadFile(src + "/tests/fixtures/original/config_benchmark_datatrove.yaml");
+  std::string original = ReadFile(src + "/tests/fixtures/mmirage-2972ff6/configs/config_benchmark_datatrove.yaml");
   ASSERT_NE(original.find("model_path: Qwen/Qwen3-4B"), std::string::npos);
   std::string cfg = Replace(original, "model_path: Qwen/Qwen3-4B", "model_path: " + model);
   WriteFile(d.Path("config_benchmark_datatrove.yaml"), cfg);

@@ -24,6 +24,17 @@ std::vector<Value> JsonLines(const std::string& path) {
   return out;
 }
 
+// The rows of an output directory in any format (the original's configs write HF datasets).
+std::vector<Value> OutputRows(const std::string& dir) {
+  std::vector<Value> out;
+  for (const auto& l : CatLines(dir)) {
+    auto v = ParseJson(l);
+    EXPECT_TRUE(v.ok()) << l;
+    if (v.ok()) out.push_back(*v);
+  }
+  return out;
+}
+
 std::vector<Value> Bodies(const FakeImagesServer& s) {
   std::vector<Value> out;
   for (const auto& l : s.Posts()) {
@@ -50,7 +61,7 @@ class ImageGenTest : public ::testing::Test {
                       dir_.Path("images") + "\n" + processor_extra +
                       "loading_params:\n  state_dir: " + dir_.Path("state") +
                       "\n  datasets:\n    - type: JSONL\n      path: " + dir_.Path("data.jsonl") +
-                      "\n      output_dir: " + dir_.Path("out") +
+                      "\n      output_dir: " + dir_.Path("out") + "\n      output_format: jsonl" +
                       "\nprocessing_params:\n  inputs:\n    - name: text\n      key: text\n    - name: id\n      key: id\n"
                       "  outputs:\n    - name: img\n      type: image_gen\n      prompt: \"draw {{ text }}\"\n" +
                       output_fields + more_outputs +
@@ -74,7 +85,7 @@ TEST_F(ImageGenTest, OriginalLocalConfigRunsUnchangedButForTheUrl) {
                           "' run --config configs/config_mock_image_gen_local.yaml",
                       dir_.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto rows = JsonLines(dir_.Path("tests/output/image_gen/shard_0/data.jsonl"));
+  auto rows = OutputRows(dir_.Path("tests/output/image_gen/shard_0"));
   ASSERT_EQ(rows.size(), 10u);
   std::string images = dir_.Path("tests/output/image_gen/generated_images");
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -112,7 +123,7 @@ TEST_F(ImageGenTest, OriginalExternalConfigShardOneGetsShardAwareSeeds) {
                           "' run --shard-id 1 --config configs/config_image_gen_external.yaml",
                       dir_.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto rows = JsonLines(dir_.Path("tests/output/image_gen/shard_1/data.jsonl"));
+  auto rows = OutputRows(dir_.Path("tests/output/image_gen/shard_1"));
   ASSERT_EQ(rows.size(), 3u);  // 10 rows over 4 shards: 3, 3, 2, 2
   std::vector<int64_t> seeds;
   for (const auto& b : Bodies(server)) seeds.push_back(b.Find("seed")->as_int());
