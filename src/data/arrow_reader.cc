@@ -3,11 +3,13 @@
 #include <arrow/api.h>
 #include <arrow/io/file.h>
 #include <arrow/ipc/reader.h>
+#include <arrow/util/byte_size.h>
 #include <arrow/util/float16.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/file_reader.h>
 #include <parquet/properties.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -471,6 +473,7 @@ struct ArrowRowSource::Impl {
   int64_t batch_pos = 0;
   uint64_t batch_first = 0;  // part index of batch row 0
   static constexpr int64_t kChunkRows = 1024;
+  int64_t chunk_rows = kChunkRows;
 
   // Decodes the next chunk of `batch` into rows; false when the batch is used up.
   Result<bool> DecodeChunk() {
@@ -478,7 +481,13 @@ struct ArrowRowSource::Impl {
       batch.reset();
       return false;
     }
-    int64_t take = std::min<int64_t>(kChunkRows, batch->num_rows() - batch_pos);
+    if (batch_pos == 0) {  // rows per chunk: at most 1024, fewer for big rows (about 16 MiB of Arrow data)
+      int64_t bytes = 0;  // (of the whole buffers a sliced batch shares: an overestimate, which is safe)
+      for (int c = 0; c < batch->num_columns(); ++c) bytes += arrow::util::TotalBufferSize(*batch->column(c));
+      int64_t per_row = std::max<int64_t>(1, bytes / std::max<int64_t>(1, batch->num_rows()));
+      chunk_rows = std::clamp<int64_t>((16 << 20) / per_row, 1, kChunkRows);
+    }
+    int64_t take = std::min<int64_t>(chunk_rows, batch->num_rows() - batch_pos);
     auto slice = (batch_pos == 0 && take == batch->num_rows()) ? batch : batch->Slice(batch_pos, take);
     Status cs = BatchToRows(*slice, &rows);
     if (!cs.ok()) return Fail(cs);
