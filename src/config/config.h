@@ -56,6 +56,7 @@ struct LlmProcessor {
   Value extra_engine_args = Value::EmptyObject();       // map string → any
   Value default_sampling_params = Value::EmptyObject(); // map string → any, passed to every generation
   std::string chat_template;               // template name or file
+  std::string mmproj_path;                 // server_args.mmproj_path: vision projector GGUF, hf:// ref or "auto"
 };
 
 struct BatchApiProcessor {
@@ -234,8 +235,8 @@ struct ExecutionParams {
   int64_t max_failed_rows = 0;         // extension: rows allowed in errors.jsonl before the shard fails
   // Extensions: local execution and resume.
   int64_t local_workers = 1;           // shard processes run at once by `run` in local mode
-  // The writer commits durably every N rows (default: 256 rows with model outputs, 1,000,000 without — such rows
-  // are cheap to redo and an fsync per 256 of them would dominate) ...
+  // The writer commits durably every N rows (default: 256 rows with model outputs, 1,000,000 without or with only
+  // custom outputs — such rows are cheap to redo and an fsync per 256 of them would dominate) ...
   std::optional<int64_t> commit_every_rows;
   double commit_interval_seconds = 5;  // ... or every T seconds, whichever comes first
   double heartbeat_timeout_seconds = 300;  // a `running` shard silent this long counts as failed

@@ -87,6 +87,20 @@ Result<int64_t> CountLinesOf(Env* env, const std::string& path) {
   return n;
 }
 
+// Lines of errors.jsonl that are failed rows (not warnings about written rows, "level":"warning"), and all lines.
+Status CountErrorLines(Env* env, const std::string& path, int64_t* failed, int64_t* lines) {
+  MMIRAGE_ASSIGN_OR_RETURN(auto reader, LineReader::Open(env, path));
+  std::string_view line;
+  while (true) {
+    MMIRAGE_ASSIGN_OR_RETURN(bool more, reader->Next(&line));
+    if (!more) break;
+    if (IsBlankLine(line)) continue;
+    ++*lines;
+    if (line.find("\"level\":\"warning\"") == std::string_view::npos) ++*failed;
+  }
+  return Status::OK();
+}
+
 Result<int64_t> TableRows(Env* env, const std::string& dir) {
   if (env->IsRegularFile(JoinPath(dir, "data.jsonl"))) return CountLinesOf(env, JoinPath(dir, "data.jsonl"));
   MMIRAGE_ASSIGN_OR_RETURN(auto parts, ResolveOutputParts(env, dir));
@@ -194,6 +208,7 @@ std::string MergeReport::Summary() const {
 Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, const std::string& output_dir,
                                     const MergeOptions& options) {
   MergeReport rep;
+  int64_t error_lines = 0;  // failed rows and warnings
   rep.input_dir = env->AbsolutePath(input_dir);
   rep.output_dir = env->AbsolutePath(output_dir);
   rep.dataset_name = Basename(rep.input_dir);
@@ -264,8 +279,7 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
     }
     std::string ef = JoinPath(dir, "errors.jsonl");
     if (env->FileExists(ef)) {
-      MMIRAGE_ASSIGN_OR_RETURN(int64_t n, CountLinesOf(env, ef));
-      rep.error_rows += n;
+      MMIRAGE_TRY(CountErrorLines(env, ef, &rep.error_rows, &error_lines));
     }
     if (rows == 0) {
       ++rep.skipped_zero_rows;
@@ -321,7 +335,7 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
     for (const char* side : {"errors.jsonl", "usage.jsonl"}) {
       bool any = false;
       for (const auto& [id, dir] : candidates) any = any || env->FileExists(JoinPath(dir, side));
-      if (!any || (std::string(side) == "errors.jsonl" && rep.error_rows == 0)) continue;
+      if (!any || (std::string(side) == "errors.jsonl" && error_lines == 0)) continue;
       MMIRAGE_ASSIGN_OR_RETURN(auto out, env->NewWritableFile(JoinPath(tmp, side)));
       for (const auto& [id, dir] : candidates) {
         std::string ef = JoinPath(dir, side);

@@ -30,6 +30,7 @@ struct StreamTotals {
   std::atomic<int64_t> prompt_tokens{0};
   std::atomic<int64_t> completion_tokens{0};
   std::atomic<int64_t> generations{0};  // requests sent, retries included
+  std::atomic<int64_t> in_flight{0};    // generations submitted and not yet answered
 };
 
 // Streams `stream` through extract → (render prompt → generate)* → render output. Row failures go to the

@@ -157,31 +157,144 @@ class CustomPool final : public OutputProcessor {
     return r;
   }
 
+  // A row sent to a worker and not answered yet.
+  struct Sent {
+    uint64_t id;
+    Job job;
+  };
+
+  static GenerateResult ShutDownResult() {
+    GenerateResult r;
+    r.status = Status::Unavailable("the custom processor is shut down");
+    return r;
+  }
+
+  // Takes the next job: waits when this worker has nothing in flight; otherwise takes one only when no idle worker
+  // is waiting for it (a second row in flight keeps a busy worker fed between replies, but must never wait behind
+  // a slow row while another worker is free).
+  bool TakeJob(bool busy, Job* job) {
+    std::unique_lock<std::mutex> l(mu_);
+    if (!busy) {
+      ++idle_;
+      cv_.wait(l, [&] { return stopping_ || !queue_.empty(); });
+      --idle_;
+    } else if (queue_.size() <= static_cast<size_t>(idle_)) {
+      return false;
+    }
+    if (queue_.empty()) return false;
+    *job = std::move(queue_.front());
+    queue_.pop_front();
+    return true;
+  }
+
+  // Writes one request; false when the worker is gone.
+  bool Send(PipeProcess* proc, std::deque<Sent>* inflight, Job job) {
+    uint64_t id = ++next_id_;
+    std::string req = "{\"id\":" + std::to_string(id) + ",\"row\":" + job.row_json + "}\n";
+    inflight->push_back(Sent{id, std::move(job)});
+    return proc->Write(req).ok();
+  }
+
+  void FailAll(std::deque<Sent>* inflight, const GenerateResult& r) {
+    for (auto& s : *inflight) s.job.done(r);
+    inflight->clear();
+  }
+
+  // One worker: keeps up to kDepth rows in flight on its process, answers them in order.
   void WorkerLoop(std::unique_ptr<PipeProcess> proc) {
+    constexpr size_t kDepth = 2;
+    std::deque<Sent> inflight;
+    uint64_t head_start = 0;  // when the worker started on inflight.front() (it runs rows one after the other)
+    Env* env = Env::Default();
     while (true) {
-      Job job;
-      {
-        std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) break;  // stopping and nothing left
-        job = std::move(queue_.front());
-        queue_.pop_front();
+      // Fill.
+      while (inflight.size() < kDepth) {
+        Job job;
+        if (!TakeJob(!inflight.empty(), &job)) break;
+        if (stopping_) {
+          job.done(ShutDownResult());
+          continue;
+        }
+        if (std::string t = TrippedReason(); !t.empty() || !proc) {
+          job.done(Fatal(Status::Internal(t.empty() ? Trip("no worker process").message() : t)));
+          continue;
+        }
+        if (inflight.empty()) head_start = env->MonotonicMicros();
+        if (!Send(proc.get(), &inflight, std::move(job))) {
+          int st = proc->Kill();
+          proc.reset();
+          FailAll(&inflight, Fatal(Trip("Worker process crashed fatally: worker " + DescribeExit(st) +
+                                        " before it was sent a row")));
+        }
       }
-      if (stopping_) {
-        GenerateResult r;
-        r.status = Status::Unavailable("the custom processor is shut down");
-        job.done(std::move(r));
+      if (inflight.empty()) {
+        std::lock_guard<std::mutex> l(mu_);
+        if (stopping_ && queue_.empty()) break;
         continue;
       }
-      if (std::string t = TrippedReason(); !t.empty()) {
-        job.done(Fatal(Status::Internal(t)));
+      // Wait for the head's reply.
+      const int64_t timeout_ms = cfg_.timeout_ms.value_or(-1);
+      int slice = kPollSliceMs;
+      if (timeout_ms >= 0) {
+        int64_t left = timeout_ms - static_cast<int64_t>((env->MonotonicMicros() - head_start) / 1000);
+        if (left <= 0) {
+          // Kill and replace only this worker (re-running the script's initialisation), as the original; the rows
+          // queued behind the timed-out one are sent again to the new worker.
+          proc->Kill();
+          proc.reset();
+          Sent head = std::move(inflight.front());
+          inflight.pop_front();
+          GenerateResult r = Fallback(&timeouts_, cfg_.max_timeouts, "timeouts",
+                                      "no result within timeout_ms=" + std::to_string(timeout_ms));
+          if (!r.fatal) {
+            auto fresh = Spawn();
+            Status s = fresh.ok() ? Handshake(fresh->get()) : fresh.status();
+            if (!s.ok()) {
+              r = Fatal(Trip("cannot replace a timed-out worker: " + s.message()));
+            } else {
+              proc = std::move(*fresh);
+            }
+          }
+          head.job.done(std::move(r));
+          std::deque<Sent> again;
+          again.swap(inflight);
+          head_start = env->MonotonicMicros();
+          for (auto& x : again) {
+            if (!proc) {
+              x.job.done(Fatal(Status::Internal(TrippedReason())));
+            } else if (!Send(proc.get(), &inflight, std::move(x.job))) {
+              int st = proc->Kill();
+              proc.reset();
+              FailAll(&inflight, Fatal(Trip("Worker process crashed fatally: worker " + DescribeExit(st) +
+                                            " after a restart")));
+            }
+          }
+          continue;
+        }
+        slice = static_cast<int>(std::min<int64_t>(left, kPollSliceMs));
+      }
+      auto line = proc->ReadLine(slice);
+      if (line.status().IsUnavailable()) {
+        if (stopping_) {
+          proc->Kill();
+          proc.reset();
+          FailAll(&inflight, ShutDownResult());
+        }
         continue;
       }
-      if (!proc) {  // replacing a worker failed earlier: the breaker is tripped, handled above
-        job.done(Fatal(Trip("no worker process")));
+      if (!line.ok()) {
+        int st = proc->Kill();
+        proc.reset();
+        FailAll(&inflight, Fatal(Trip("Worker process crashed fatally: worker " + DescribeExit(st) +
+                                      " while running a row")));
         continue;
       }
-      job.done(RunOne(&proc, job.row_json));
+      Sent head = std::move(inflight.front());
+      inflight.pop_front();
+      head_start = env->MonotonicMicros();
+      GenerateResult r = Interpret(head.id, *line, &proc);
+      if (!proc) FailAll(&inflight, Fatal(Status::Internal(TrippedReason())));  // protocol broken
+      head.job.done(std::move(r));
     }
     if (proc) proc->Close(2000);
   }
@@ -199,54 +312,6 @@ class CustomPool final : public OutputProcessor {
     r.warnings.push_back("custom function: " + why + "; stored fallback_value (" + what + " " + std::to_string(n) +
                          " of max_" + what + "=" + std::to_string(max) + ")");
     return r;
-  }
-
-  GenerateResult RunOne(std::unique_ptr<PipeProcess>* procp, const std::string& row_json) {
-    PipeProcess* proc = procp->get();
-    uint64_t id = ++next_id_;
-    std::string req = "{\"id\":" + std::to_string(id) + ",\"row\":" + row_json + "}\n";
-    auto crashed = [&](const std::string& when) {
-      int st = proc->Kill();
-      procp->reset();
-      return Fatal(Trip("Worker process crashed fatally: worker " + DescribeExit(st) + " " + when));
-    };
-    if (!proc->Write(req).ok()) return crashed("before it was sent a row");
-    const int64_t timeout_ms = cfg_.timeout_ms.value_or(-1);
-    uint64_t t0 = Env::Default()->MonotonicMicros();
-    while (true) {
-      int slice = kPollSliceMs;
-      if (timeout_ms >= 0) {
-        int64_t left = timeout_ms - static_cast<int64_t>((Env::Default()->MonotonicMicros() - t0) / 1000);
-        if (left <= 0) {
-          // Kill and replace only this worker (re-running the script's initialisation), as the original.
-          proc->Kill();
-          procp->reset();
-          GenerateResult r = Fallback(&timeouts_, cfg_.max_timeouts, "timeouts",
-                                      "no result within timeout_ms=" + std::to_string(timeout_ms));
-          if (!r.fatal) {
-            auto fresh = Spawn();
-            Status s = fresh.ok() ? Handshake(fresh->get()) : fresh.status();
-            if (!s.ok()) return Fatal(Trip("cannot replace a timed-out worker: " + s.message()));
-            *procp = std::move(*fresh);
-          }
-          return r;
-        }
-        slice = static_cast<int>(std::min<int64_t>(left, kPollSliceMs));
-      }
-      auto line = proc->ReadLine(slice);
-      if (line.status().IsUnavailable()) {
-        if (stopping_) {
-          proc->Kill();
-          procp->reset();
-          GenerateResult r;
-          r.status = Status::Unavailable("the custom processor is shut down");
-          return r;
-        }
-        continue;
-      }
-      if (!line.ok()) return crashed("while running a row");
-      return Interpret(id, *line, procp);
-    }
   }
 
   GenerateResult Interpret(uint64_t id, const std::string& line, std::unique_ptr<PipeProcess>* procp) {
@@ -290,6 +355,7 @@ class CustomPool final : public OutputProcessor {
   std::condition_variable cv_;
   std::deque<Job> queue_;
   std::atomic<bool> stopping_{false};
+  int idle_ = 0;         // workers waiting for a job; guarded by mu_
   std::string tripped_;  // guarded by mu_
   std::vector<std::thread> threads_;
 };

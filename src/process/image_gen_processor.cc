@@ -84,6 +84,7 @@ struct Sample {
   size_t output_index = 0;
   std::string body;
   std::string stem;            // file name without extension (path mode)
+  std::string file;            // file name in output_dir (path mode), claimed when the sample is submitted
   int64_t sample_index = 0;
   std::string prompt_preview;  // for error messages
   int attempts = 0;
@@ -201,6 +202,7 @@ class ImageGenProcessor final : public OutputProcessor {
         rendered = *f;
       }
       s->stem = SanitizeFileStem(rendered);
+      s->file = ClaimName(s.get());  // in submission order: rows reach the first output in input order
     }
     if (!loop_->Post([this, s] {
           queue_.push_back(s);
@@ -236,29 +238,9 @@ class ImageGenProcessor final : public OutputProcessor {
 
  private:
   Status StartServer(const config::ImageGenSglang& s, const std::string& where) {
-    int port = 0;
-    if (s.port) {
-      port = static_cast<int>(*s.port);
-    } else {
-      auto p = FindFreeLoopbackPort();
-      if (!p.ok()) return p.status().WithContext(where + "no free port for sglang");
-      port = *p;
-    }
-    engine::ManagedServerOptions mo;
-    mo.name = "sglang";
-    mo.argv = {"sglang", "serve", "--model-path", s.model_path, "--port", std::to_string(port), "--num-gpus",
-               std::to_string(s.num_gpus)};
-    if (s.dtype) {
-      mo.argv.push_back("--dtype");
-      mo.argv.push_back(*s.dtype);
-    }
-    for (const auto& a : s.extra_server_args) mo.argv.push_back(a);
-    mo.port = port;
     std::string dir = options_.log_dir.empty() ? Env::Default()->AbsolutePath(".") : options_.log_dir;
-    mo.log_path = JoinPath(dir, "sglang_image_server_shard_" + std::to_string(options_.shard_id) + ".log");
-    mo.startup_timeout_seconds = static_cast<double>(s.startup_timeout_seconds);
-    LOG_INFO("starting `sglang serve` for image_gen on port " << port << " (log: " << mo.log_path << ")");
-    auto server = engine::ManagedServer::Start(mo);
+    auto server =
+        StartImageServer(s, JoinPath(dir, "sglang_image_server_shard_" + std::to_string(options_.shard_id) + ".log"));
     if (!server.ok()) return server.status().WithContext(where);
     server_ = std::move(*server);
     return Status::OK();
@@ -406,10 +388,15 @@ class ImageGenProcessor final : public OutputProcessor {
     }
     const config::OutputVar& o = config_.processing.outputs[s->output_index];
     if (o.output_mode == "pil") {
-      *value = Value::Bytes(std::move(out));
+      // An image value as HF datasets stores one: {"bytes": <file bytes>, "path": null} (an Image feature in HF
+      // outputs; VLM outputs and custom functions accept it as an image).
+      Value im = Value::EmptyObject();
+      im.Set("bytes", Value::Bytes(std::move(out)));
+      im.Set("path", Value());
+      *value = std::move(im);
       return Status::OK();
     }
-    std::string file = ClaimName(s);
+    const std::string& file = s->file;
     std::string path = output_dir_ + "/" + file;
     if (Dirname(path) != output_dir_ || file.find('/') != std::string::npos)  // by construction; checked anyway
       return Status::Internal("refusing to write outside output_dir: " + path);
@@ -420,7 +407,7 @@ class ImageGenProcessor final : public OutputProcessor {
   }
 
   // The file name of a sample: <stem>.<ext>; when another sample of this run already took that name (a template
-  // that is not unique per row), <stem>.<sample_index>.<ext>. The same sample (a retry) keeps its name.
+  // that is not unique per row), <stem>.<sample_index>.<ext>. The same sample (redone) keeps its name.
   std::string ClaimName(const Sample* s) {
     std::lock_guard<std::mutex> l(names_mu_);
     std::pair<size_t, int64_t> who{s->output_index, s->sample_index};
@@ -472,6 +459,43 @@ class ImageGenProcessor final : public OutputProcessor {
 };
 
 }  // namespace
+
+Result<std::unique_ptr<engine::ManagedServer>> StartImageServer(const config::ImageGenSglang& s,
+                                                                const std::string& log_path) {
+  int port = 0;
+  if (s.port) {
+    port = static_cast<int>(*s.port);
+  } else {
+    MMIRAGE_ASSIGN_OR_RETURN(port, FindFreeLoopbackPort());
+  }
+  engine::ManagedServerOptions mo;
+  mo.name = "sglang";
+  mo.argv = {"sglang", "serve", "--model-path", s.model_path, "--port", std::to_string(port), "--num-gpus",
+             std::to_string(s.num_gpus)};
+  if (s.dtype) {
+    mo.argv.push_back("--dtype");
+    mo.argv.push_back(*s.dtype);
+  }
+  for (const auto& a : s.extra_server_args) mo.argv.push_back(a);
+  mo.port = port;
+  mo.log_path = log_path;
+  mo.startup_timeout_seconds = static_cast<double>(s.startup_timeout_seconds);
+  LOG_INFO("starting `sglang serve` for image_gen on port " << port << " (log: " << log_path << ")");
+  return engine::ManagedServer::Start(mo);
+}
+
+Result<std::unique_ptr<engine::ManagedServer>> StartSharedImageServer(const config::Config& config,
+                                                                      const std::string& log_dir,
+                                                                      const config::EnvLookup& env) {
+  const config::Processor* p = config.FindProcessor("image_gen");
+  bool used = false;
+  for (const auto& o : config.processing.outputs) used = used || o.type == "image_gen";
+  if (p == nullptr || !used || p->image_gen.backend != "sglang" || !p->image_gen.sglang) return std::unique_ptr<engine::ManagedServer>();
+  if (auto given = env("MMIRAGE_SGLANG_BASE_URL"); given && !Trim(*given).empty()) return std::unique_ptr<engine::ManagedServer>();
+  auto server = StartImageServer(*p->image_gen.sglang, JoinPath(log_dir, "sglang_image_server.log"));
+  if (!server.ok()) return server.status().WithContext(p->loc.ToString() + ": processor 'image_gen'");
+  return server;
+}
 
 Result<ImageGenUrls> NormalizeImageGenUrl(std::string_view url) {
   std::string u = Trim(url);

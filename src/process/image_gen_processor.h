@@ -8,7 +8,7 @@
 // (so a second image_gen output does not shift the first's, and a re-run gets the same seeds). Images arrive as
 // b64_json, are checked by decoding them, re-encoded when the server's format is not `file_format` (png, jpeg,
 // webp), and either written atomically under `output_dir` (`output_mode: path`, the value is the absolute path)
-// or kept as bytes (`pil`). File names: the rendered `filename_template` sanitised to [A-Za-z0-9._-] (so never
+// or kept as an image value {"bytes": <file bytes>, "path": null} (`pil`, HF's form of an image). File names: the rendered `filename_template` sanitised to [A-Za-z0-9._-] (so never
 // outside output_dir), a re-run overwriting its own files.
 //
 // `backend: sglang` starts `sglang serve` (engine/managed_server.h) for the shard unless $MMIRAGE_SGLANG_BASE_URL
@@ -24,6 +24,10 @@
 
 #include "config/config.h"
 #include "process/output_processor.h"
+
+namespace mmirage::engine {
+class ManagedServer;
+}  // namespace mmirage::engine
 
 namespace mmirage::process {
 
@@ -57,6 +61,19 @@ std::string SourceHash(const Value& vars);
 Result<std::string> BuildImageRequestBody(const config::ImageGenProcessor& p, const config::OutputVar& o,
                                           const std::string& request_model, const std::string& prompt,
                                           const std::string& negative_prompt, std::optional<int64_t> seed);
+
+// `sglang serve --model-path M --port P --num-gpus N [--dtype D] <extra_server_args>` for an image_gen processor
+// with backend sglang (spec processors.md §4.6), healthy when this returns; the log is `log_path`. P is
+// `sglang.port`, else a free port. Errors: those of engine::ManagedServer::Start.
+Result<std::unique_ptr<engine::ManagedServer>> StartImageServer(const config::ImageGenSglang& s,
+                                                                const std::string& log_path);
+
+// For an orchestrator that runs several shard processes (`run` with retry): the one shared server of the
+// config's image_gen processor when its backend is sglang and $MMIRAGE_SGLANG_BASE_URL is not set (then give the
+// shard processes MMIRAGE_SGLANG_BASE_URL = its base_url()); nullptr otherwise.
+Result<std::unique_ptr<engine::ManagedServer>> StartSharedImageServer(const config::Config& config,
+                                                                      const std::string& log_dir,
+                                                                      const config::EnvLookup& env);
 
 // Starts the processor: output_dir created, the server validated (GET <root>/models, <api>/models,
 // <root>/health; the first JSON object wins), or started (backend sglang). Errors are located at the processor.

@@ -63,7 +63,17 @@ TEST_F(CustomTest, OriginalMockCustomModuleConfigGivesTheOriginalsRows) {
                           "' run --config configs/config_mock_custom_module.yaml",
                       dir_.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto got = CatLines(dir_.Path("tests/output/data_mock_custom_feature/merged"));  // an HF dataset, as the original's
+  // Like the original's, the output is an HF dataset (output_format defaults to hf): read it with `mmirage cat`,
+  // and its features are the original's.
+  std::string merged = dir_.Path("tests/output/data_mock_custom_feature/merged");
+  auto cat = RunMmirage("cat '" + merged + "'");
+  ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  std::vector<std::string> got;
+  for (size_t b = 0, e; (e = cat.out.find('\n', b)) != std::string::npos; b = e + 1) got.push_back(cat.out.substr(b, e - b));
+  auto info = ParseJson(ReadFile(merged + "/dataset_info.json"));
+  auto want_features = ParseJson(ReadFile(kFixtures + "/expected/config_mock_custom_module.features.json"));
+  ASSERT_TRUE(info.ok() && want_features.ok());
+  EXPECT_EQ(ToJson(*info->Find("features")), ToJson(*want_features));
   auto want = ReadLines(kFixtures + "/expected/config_mock_custom_module.merged.jsonl");
   ASSERT_EQ(want.size(), 50u);
   ASSERT_EQ(got.size(), want.size());
@@ -98,7 +108,8 @@ TEST_F(CustomTest, ExceptionsBelowTheThresholdStoreTheFallbackAndAreListedAsWarn
                                   "        raise ValueError(f\"bad row {row['id']}\")\n"
                                   "    print('noise on stdout does not break the protocol')\n"
                                   "    return row['id']\n") +
-                           "    max_workers: 2\n    max_errors: 3\n    fallback_value: {failed: true}\n");
+                           "    max_workers: 2\n    max_errors: 3\n    fallback_value: {failed: true}\n",
+                           20, "execution_params:\n  merge: true\n");
   auto r = RunMmirage("run --config " + cfg);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto rows = Rows();
@@ -116,6 +127,9 @@ TEST_F(CustomTest, ExceptionsBelowTheThresholdStoreTheFallbackAndAreListedAsWarn
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->Find("status")->as_string(), "success");
   EXPECT_EQ(st->Find("failed_rows")->as_int(), 0);  // warnings are not failed rows
+  // Merge keeps the warnings and does not count them as failed rows.
+  EXPECT_EQ(ReadLines(dir_.Path("out/merged/errors.jsonl")).size(), 2u);
+  EXPECT_EQ(r.err.find("failed_rows="), std::string::npos) << r.err;
 }
 
 TEST_F(CustomTest, ExceptionsAtTheThresholdTripTheBreakerWithThatReason) {
@@ -134,13 +148,14 @@ TEST_F(CustomTest, ExceptionsAtTheThresholdTripTheBreakerWithThatReason) {
 }
 
 TEST_F(CustomTest, TimeoutsKillOnlyThatWorkerAndCountTowardsMaxTimeouts) {
-  // Row 2 hangs once per worker life; the worker is replaced and the other rows go on.
+  // Row 2 hangs; its worker is replaced and the other rows go on (timeouts of 2 s: other rows never come near
+  // them, even on a loaded machine).
   std::string cfg = Config(Script("import os, time\n"
                                   "def f(row):\n"
                                   "    if row['id'] == 2:\n"
                                   "        time.sleep(60)\n"
                                   "    return os.getpid()\n") +
-                           "    max_workers: 2\n    timeout_ms: 300\n    max_timeouts: 2\n    fallback_value: T\n");
+                           "    max_workers: 2\n    timeout_ms: 2000\n    max_timeouts: 2\n    fallback_value: T\n");
   auto t0 = std::chrono::steady_clock::now();
   auto r = RunMmirage("run --config " + cfg);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -152,7 +167,7 @@ TEST_F(CustomTest, TimeoutsKillOnlyThatWorkerAndCountTowardsMaxTimeouts) {
   EXPECT_TRUE(rows[3].Find("result")->is_int());
   auto errs = Errors();
   ASSERT_EQ(errs.size(), 1u);
-  EXPECT_NE(errs[0].Find("message")->as_string().find("timeout_ms=300"), std::string::npos);
+  EXPECT_NE(errs[0].Find("message")->as_string().find("timeout_ms=2000"), std::string::npos);
 
   // At the threshold: the breaker trips with the timeout reason.
   std::string cfg2 = Config(Script("import time\n"
@@ -164,6 +179,23 @@ TEST_F(CustomTest, TimeoutsKillOnlyThatWorkerAndCountTowardsMaxTimeouts) {
   r = RunMmirage("run --config " + cfg2);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("circuit breaker tripped: Max timeouts reached (2 of max_timeouts=2)"), std::string::npos) << r.err;
+}
+
+TEST_F(CustomTest, RowsQueuedBehindATimedOutRowAreNotLost) {
+  // One worker with a row queued behind the hanging one: the queued row goes to the replacement worker.
+  std::string cfg = Config(Script("import time\n"
+                                  "def f(row):\n"
+                                  "    if row['id'] == 2:\n"
+                                  "        time.sleep(60)\n"
+                                  "    return row['text']\n") +
+                           "    max_workers: 1\n    timeout_ms: 2000\n    max_timeouts: 5\n    fallback_value: late\n");
+  auto r = RunMmirage("run --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = Rows();
+  ASSERT_EQ(rows.size(), 20u);
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(rows[i].Find("result")->as_string(), i == 2 ? "late" : "row " + std::to_string(i)) << i;
+  EXPECT_EQ(Errors().size(), 1u);
 }
 
 TEST_F(CustomTest, AWorkerKilledWithSigkillTripsTheBreakerAtOnce) {
@@ -237,6 +269,35 @@ TEST_F(CustomTest, AResultThatIsNotJsonIsARowErrorNamingTheType) {
   EXPECT_EQ(errs[0].Find("level"), nullptr);
   EXPECT_NE(errs[0].Find("message")->as_string().find("returned a set, which is not a JSON value"), std::string::npos);
   EXPECT_NE(errs[1].Find("message")->as_string().find("nan"), std::string::npos);
+}
+
+TEST_F(CustomTest, RedoingFailedRowsKeepsTheWarnings) {
+  // Row 4 fails on the first run only (a marker file); row 3 raises every time (fallback + warning).
+  std::string marker = dir_.Path("second_run");
+  std::string cfg = Config(Script("import os\n"
+                                  "def f(row):\n"
+                                  "    if row['id'] == 3:\n"
+                                  "        raise RuntimeError('always')\n"
+                                  "    if row['id'] == 4 and not os.path.exists('" + marker + "'):\n"
+                                  "        return {1}\n"
+                                  "    return row['id']\n") +
+                           "    max_errors: 10\n    fallback_value: -1\n",
+                           8, "execution_params:\n  max_failed_rows: 1\n");
+  auto r = RunMmirage("run --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Rows().size(), 7u);
+  ASSERT_EQ(Errors().size(), 2u);
+  WriteFile(marker, "");
+  r = RunMmirage("run --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = Rows();
+  ASSERT_EQ(rows.size(), 8u);
+  EXPECT_EQ(ToJson(rows[3]), "{\"id\":3,\"result\":-1}");
+  EXPECT_EQ(ToJson(rows[4]), "{\"id\":4,\"result\":4}");
+  auto errs = Errors();
+  ASSERT_EQ(errs.size(), 1u);  // the warning about row 3 stays; row 4 is no longer failed
+  EXPECT_EQ(errs[0].Find("row_index")->as_int(), 3);
+  EXPECT_EQ(errs[0].Find("level")->as_string(), "warning");
 }
 
 TEST_F(CustomTest, ACommandWorkerInAnotherLanguageSpeaksTheProtocol) {

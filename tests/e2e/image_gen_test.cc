@@ -24,16 +24,6 @@ std::vector<Value> JsonLines(const std::string& path) {
   return out;
 }
 
-// The rows of an output directory in any format (the original's configs write HF datasets).
-std::vector<Value> OutputRows(const std::string& dir) {
-  std::vector<Value> out;
-  for (const auto& l : CatLines(dir)) {
-    auto v = ParseJson(l);
-    EXPECT_TRUE(v.ok()) << l;
-    if (v.ok()) out.push_back(*v);
-  }
-  return out;
-}
 
 std::vector<Value> Bodies(const FakeImagesServer& s) {
   std::vector<Value> out;
@@ -73,8 +63,9 @@ class ImageGenTest : public ::testing::Test {
   TempDir dir_;
 };
 
-// The original's configs/config_mock_image_gen_local.yaml, only base_url changed: every row gets an absolute
-// path to a PNG under output_dir, named by the original's template, and the requests carry the original's body.
+// The original's configs/config_mock_image_gen_local.yaml, only base_url changed: every row gets a PNG under
+// output_dir, named by the original's template; the shard is an HF dataset whose `image` column is an HF Image
+// feature with the bytes embedded (cast_images), as the original's; the requests carry the original's body.
 TEST_F(ImageGenTest, OriginalLocalConfigRunsUnchangedButForTheUrl) {
   FakeImagesServer server(dir_.path());
   ASSERT_EQ(server.error(), "");
@@ -85,19 +76,32 @@ TEST_F(ImageGenTest, OriginalLocalConfigRunsUnchangedButForTheUrl) {
                           "' run --config configs/config_mock_image_gen_local.yaml",
                       dir_.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto rows = OutputRows(dir_.Path("tests/output/image_gen/shard_0"));
+  std::string shard = dir_.Path("tests/output/image_gen/shard_0");
+  auto cat = RunMmirage("cat '" + shard + "'");
+  ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  std::vector<Value> rows;
+  for (size_t b = 0, e; (e = cat.out.find('\n', b)) != std::string::npos; b = e + 1)
+    rows.push_back(*ParseJson(cat.out.substr(b, e - b)));
   ASSERT_EQ(rows.size(), 10u);
   std::string images = dir_.Path("tests/output/image_gen/generated_images");
   for (size_t i = 0; i < rows.size(); ++i) {
-    ASSERT_TRUE(rows[i].Find("image") && rows[i].Find("image")->is_string());
-    std::string path = rows[i].Find("image")->as_string();
-    EXPECT_EQ(path.rfind(images + "/generated_0_" + std::to_string(i) + "_", 0), 0u) << path;
-    EXPECT_EQ(path.size() - path.rfind('_') - 1, 8u + 4u) << path;  // 8 hex digits + ".png"
-    EXPECT_EQ(ReadFile(path).substr(0, 8), "\x89PNG\r\n\x1a\n") << path;
+    const Value* image = rows[i].Find("image");
+    ASSERT_TRUE(image && image->is_object()) << ToJson(rows[i]);
+    std::string name = image->Find("path")->as_string();
+    EXPECT_EQ(name.rfind("generated_0_" + std::to_string(i) + "_", 0), 0u) << name;
+    EXPECT_EQ(name.size() - name.rfind('_') - 1, 8u + 4u) << name;  // 8 hex digits + ".png"
+    EXPECT_EQ(image->Find("bytes")->as_string().rfind("iVBORw0KGgo", 0), 0u);  // base64 of a PNG header
+    EXPECT_EQ(ReadFile(images + "/" + name).substr(0, 8), "\x89PNG\r\n\x1a\n") << name;
     EXPECT_TRUE(rows[i].Find("prompt_source")->is_string());
   }
+  // HF datasets (the oracle) sees an Image feature and decodes the embedded image without the files.
+  RunCommand("mv '" + images + "' '" + images + ".away'");
+  auto oracle = RunCommand("'" + PythonPath() + "' -c \"import datasets; d = datasets.load_from_disk('" + shard +
+                           "'); print(type(d.features['image']).__name__, d[3]['image'].size, d[3]['image'].mode)\"");
+  ASSERT_EQ(oracle.exit_code, 0) << oracle.err;
+  EXPECT_EQ(oracle.out, "Image (64, 64) RGB\n");
   // The file set is exactly one file per row: no temporary file left.
-  EXPECT_EQ(RunCommand("ls '" + images + "' | wc -l").out, "10\n");
+  EXPECT_EQ(RunCommand("ls '" + images + ".away' | wc -l").out, "10\n");
   auto bodies = Bodies(server);
   ASSERT_EQ(bodies.size(), 10u);
   const Value& b = bodies[0];
@@ -123,17 +127,39 @@ TEST_F(ImageGenTest, OriginalExternalConfigShardOneGetsShardAwareSeeds) {
                           "' run --shard-id 1 --config configs/config_image_gen_external.yaml",
                       dir_.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto rows = OutputRows(dir_.Path("tests/output/image_gen/shard_1"));
+  auto cat = RunMmirage("cat '" + dir_.Path("tests/output/image_gen/shard_1") + "'");
+  ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  std::vector<Value> rows;
+  for (size_t b = 0, e; (e = cat.out.find('\n', b)) != std::string::npos; b = e + 1)
+    rows.push_back(*ParseJson(cat.out.substr(b, e - b)));
   ASSERT_EQ(rows.size(), 3u);  // 10 rows over 4 shards: 3, 3, 2, 2
   std::vector<int64_t> seeds;
   for (const auto& b : Bodies(server)) seeds.push_back(b.Find("seed")->as_int());
   std::sort(seeds.begin(), seeds.end());
   EXPECT_EQ(seeds, (std::vector<int64_t>{1000000042, 1000000043, 1000000044}));
   for (size_t i = 0; i < rows.size(); ++i) {
-    std::string path = rows[i].Find("image")->as_string();
-    EXPECT_NE(path.find("/generated_images/img_1_" + std::to_string(i) + "_"), std::string::npos) << path;
+    std::string name = rows[i].Find("image")->Find("path")->as_string();
+    EXPECT_EQ(name.rfind("img_1_" + std::to_string(i) + "_", 0), 0u) << name;
+    EXPECT_TRUE(Exists(dir_.Path("tests/output/image_gen/generated_images/" + name))) << name;
     EXPECT_EQ(rows[i].Find("caption")->as_string(), rows[i].Find("text")->as_string());
   }
+}
+
+TEST_F(ImageGenTest, CastImagesFalseKeepsPathsInHfOutput) {
+  FakeImagesServer server(dir_.path());
+  ASSERT_EQ(server.error(), "");
+  std::string cfg = Config(server.BaseUrl(), "", 2);
+  std::string text = ReadFile(cfg);
+  text.replace(text.find("output_format: jsonl"), 20, "output_format: hf");
+  text.replace(text.find("  remove_columns: true"), 0, "  cast_images: false\n");
+  WriteFile(cfg, text);
+  auto r = RunMmirage("run --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto cat = RunMmirage("cat '" + dir_.Path("out/shard_0") + "'");
+  ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  auto first = ParseJson(cat.out.substr(0, cat.out.find('\n')));
+  ASSERT_TRUE(first.ok()) << cat.out;
+  EXPECT_EQ(first->Find("img")->as_string().rfind(dir_.Path("images/"), 0), 0u) << cat.out;
 }
 
 TEST_F(ImageGenTest, HostileFilenameTemplatesStayInsideOutputDir) {
@@ -188,6 +214,25 @@ TEST_F(ImageGenTest, RetriesOn429And500ThenRowErrorsNamingTheServersAnswer) {
     EXPECT_NE(msg.find("4 attempts"), std::string::npos) << msg;
     EXPECT_EQ(server.Posts().size(), 5u + 4u);
   }
+}
+
+TEST_F(ImageGenTest, AtMostMaxConcurrentRequestsAreInFlight) {
+  FakeImagesServer server(dir_.path(), "slow:0.3");
+  ASSERT_EQ(server.error(), "");
+  auto r = RunMmirage("run --config " + Config(server.BaseUrl(), "", 9));  // max_concurrent_requests: 3
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int64_t most = 0;
+  for (const auto& l : server.Posts()) most = std::max(most, ParseJson(l)->Find("inflight")->as_int());
+  EXPECT_EQ(most, 3);
+  // parallel_inference: false sends one at a time.
+  RunCommand("rm -rf '" + dir_.Path("out") + "' '" + dir_.Path("state") + "' '" + dir_.Path("posts.log") + "'");
+  FakeImagesServer one(dir_.path(), "slow:0.1");
+  ASSERT_EQ(one.error(), "");
+  r = RunMmirage("run --config " + Config(one.BaseUrl(), "", 4, "    parallel_inference: false\n"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  most = 0;
+  for (const auto& l : one.Posts()) most = std::max(most, ParseJson(l)->Find("inflight")->as_int());
+  EXPECT_EQ(most, 1);
 }
 
 TEST_F(ImageGenTest, AHangingServerTimesOutIntoRowErrors) {
@@ -259,8 +304,10 @@ TEST_F(ImageGenTest, FormatsAreReencodedAndPilModeKeepsBytes) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto rows = Rows();
   ASSERT_EQ(rows.size(), 2u);
-  // JSON output holds the bytes as base64: a PNG starts with iVBORw0KGgo.
-  EXPECT_EQ(rows[0].Find("img")->as_string().rfind("iVBORw0KGgo", 0), 0u);
+  // An image value {"bytes", "path": null}; JSON output holds the bytes as base64: a PNG starts with iVBORw0KGgo.
+  ASSERT_TRUE(rows[0].Find("img")->is_object()) << ToJson(rows[0]);
+  EXPECT_EQ(rows[0].Find("img")->Find("bytes")->as_string().rfind("iVBORw0KGgo", 0), 0u);
+  EXPECT_TRUE(rows[0].Find("img")->Find("path")->is_null());
   EXPECT_FALSE(Exists(dir_.Path("images")));  // pil mode writes no files
 }
 
@@ -299,12 +346,47 @@ TEST_F(ImageGenTest, BadServersAndKeys) {
   EXPECT_NE(posts.back().find("\"auth\": \"Bearer s3cret\""), std::string::npos) << posts.back();
 }
 
+// A generated image is an image variable of later outputs: an llm output on the test VLM (mmirage-make-test-model
+// --vlm) receives it, in path and in pil mode. Image tokens are prompt tokens, so the caption's prompt costs at
+// least 16 tokens more than the same config with the image output placed after the caption (not visible to it).
+TEST_F(ImageGenTest, AGeneratedImageFeedsALaterVlmOutput) {
+  FakeImagesServer server(dir_.path());
+  ASSERT_EQ(server.error(), "");
+  const std::string vlm = dir_.Path("vlm");
+  auto made = RunCommand("'" + MakeTestModelTool() + "' --vlm --seed 11 --out '" + vlm + "'");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string llm = "  - type: llm\n    server_args:\n      model_path: " + vlm +
+                          "/model.gguf\n    default_sampling_params: {temperature: 0, max_new_tokens: 4}\n";
+  const std::string caption = "    - name: caption\n      type: llm\n      prompt: \"Describe the picture.\"\n";
+  auto prompt_tokens = [&](const std::string& cfg) -> int64_t {
+    RunCommand("rm -rf '" + dir_.Path("out") + "' '" + dir_.Path("state") + "' '" + dir_.Path("images") + "'");
+    auto r = RunMmirage("run --config " + cfg);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(Rows().size(), 2u) << ReadFile(dir_.Path("out/shard_0/errors.jsonl"));
+    auto usage = JsonLines(dir_.Path("out/shard_0/usage.jsonl"));
+    return usage.empty() ? -1 : usage[0].Find("prompt_tokens")->as_int();
+  };
+  for (std::string mode : {"path", "pil"}) {
+    const std::string fields = "      output_mode: " + mode + "\n";
+    const std::string img = "    - name: img\n      type: image_gen\n      prompt: \"draw {{ text }}\"\n" + fields;
+    std::string cfg = Config(server.BaseUrl(), fields, 2, llm, caption);
+    int64_t with_image = prompt_tokens(cfg);
+    std::string text = ReadFile(cfg);
+    ASSERT_NE(text.find(img + caption), std::string::npos) << text;
+    text.replace(text.find(img + caption), img.size() + caption.size(), caption + img);
+    WriteFile(cfg, text);
+    int64_t without = prompt_tokens(cfg);
+    ASSERT_GT(without, 0);
+    EXPECT_GE(with_image, without + 16) << mode;
+  }
+}
+
 // backend: sglang starts `sglang serve --model-path M --port P --num-gpus N ...` (here a stand-in on PATH that
 // runs the fake server on that port), waits for it, uses it, and stops it.
 TEST_F(ImageGenTest, SglangBackendStartsAndStopsTheServer) {
   WriteFile(dir_.Path("bin/sglang"),
             "#!/bin/sh\n"
-            "echo \"$@\" > '" + dir_.Path("sglang_args") + "'\n"
+            "echo \"$@\" >> '" + dir_.Path("sglang_args") + "'\n"
             "port=''\nprev=''\nfor a in \"$@\"; do [ \"$prev\" = --port ] && port=$a; prev=$a; done\n"
             "exec '" + PythonPath() + "' '" + FakeImagesServer::Script() + "' --port \"$port\" --port-file '" +
             dir_.Path("sg_port") + "' --log '" + dir_.Path("sg_posts.log") + "'\n");
@@ -326,6 +408,20 @@ TEST_F(ImageGenTest, SglangBackendStartsAndStopsTheServer) {
   // The server is gone after the run.
   std::string port = ReadFile(dir_.Path("sg_port"));
   EXPECT_NE(RunCommand("curl -s -m 2 http://127.0.0.1:" + port + "/health").exit_code, 0);
+
+  // `run` with retry over 3 shards, 2 at a time: one server around all the shard processes, as the original.
+  RunCommand("rm -rf '" + dir_.Path("out") + "' '" + dir_.Path("state") + "' '" + dir_.Path("sglang_args") + "' '" +
+             dir_.Path("sg_posts.log") + "'");
+  text = ReadFile(cfg);
+  text.replace(text.find("  state_dir:"), 0, "  num_shards: 3\n");
+  text += "execution_params:\n  retry: true\n  local_workers: 2\n";
+  WriteFile(cfg, text);
+  r = RunCommand("PATH='" + dir_.Path("bin") + "':$PATH '" + std::string(MMIRAGE_BINARY) + "' run --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadLines(dir_.Path("sglang_args")).size(), 1u);
+  EXPECT_EQ(ReadLines(dir_.Path("sg_posts.log")).size(), 3u);
+  for (int shard = 0; shard < 3; ++shard)
+    EXPECT_EQ(JsonLines(dir_.Path("out/shard_" + std::to_string(shard) + "/data.jsonl")).size(), 1u);
 }
 
 }  // namespace

@@ -5,9 +5,10 @@
 GET /models, /v1/models: a model list; GET /health: {"status": "ok"}.
 POST /v1/images/generations: {"data": [{"b64_json": <PNG>}]} — an RGB PNG of the requested size (at most
 64x64, to stay fast) whose colour is derived from SHA-256(prompt, seed), so the same request gives the same bytes.
-Every POST is appended to the log as one JSON line {"path", "auth", "body"}.
+Every POST is appended to the log as one JSON line {"path", "auth", "inflight" (POSTs being answered, this one
+included), "body"}.
 Modes: ok | fail429:N / fail500:N (the first N POSTs fail with that status) | failprompt:S (HTTP 500 for prompts
-containing S, always) | hang (POSTs never answer) | badb64 (invalid base64) | notjson (a non-JSON 200).
+containing S, always) | hang (POSTs never answer) | slow:SECONDS (each POST takes that long) | badb64 (invalid base64) | notjson (a non-JSON 200).
 """
 import argparse, base64, hashlib, http.server, json, os, struct, threading, time, zlib
 
@@ -19,6 +20,7 @@ ap.add_argument("--mode", default="ok")
 args = ap.parse_args()
 lock = threading.Lock()
 posts = [0]
+active = [0]  # POSTs being answered now
 
 
 def png(width, height, rgb):
@@ -54,16 +56,26 @@ class H(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         with lock:
             posts[0] += 1
+            active[0] += 1
             n = posts[0]
             with open(args.log, "a") as f:
                 f.write(json.dumps({"path": self.path, "auth": self.headers.get("Authorization", ""),
-                                    "body": json.loads(body or b"{}")}) + "\n")
+                                    "inflight": active[0], "body": json.loads(body or b"{}")}) + "\n")
+        try:
+            self.answer(body, n)
+        finally:
+            with lock:
+                active[0] -= 1
+
+    def answer(self, body, n):
         if self.path != "/v1/images/generations":
             return self.reply(404, json.dumps({"error": "not found"}))
         req = json.loads(body)
         mode = args.mode
         if mode == "hang":
             time.sleep(3600)
+        if mode.startswith("slow:"):
+            time.sleep(float(mode.split(":")[1]))
         if mode.startswith("fail429:") and n <= int(mode.split(":")[1]):
             return self.reply(429, json.dumps({"error": "slow down"}))
         if mode.startswith("fail500:") and n <= int(mode.split(":")[1]):
