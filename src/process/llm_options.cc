@@ -60,6 +60,16 @@ Result<EngineOptionsMapping> MapEngineOptions(const config::Processor& p) {
       std::string f = "extra_engine_args." + k;
       if (k == "max_running_requests" || k == "n_parallel") {
         MMIRAGE_ASSIGN_OR_RETURN(int64_t x, AsInt(p, f, v));
+        // llama.cpp holds at most 256 sequences (LLAMA_MAX_SEQ), one of them the shared prefix. SGLang's
+        // max_running_requests is only an upper bound, so a larger value (the original's benchmark config asks
+        // for 1000) is capped, not an error.
+        constexpr int64_t kMaxParallel = 255;
+        if (x > kMaxParallel) {
+          m.warnings.push_back(Where(p, f) + " = " + std::to_string(x) + " exceeds the embedded engine's " +
+                               std::to_string(kMaxParallel) + " parallel sequences; using " +
+                               std::to_string(kMaxParallel));
+          x = kMaxParallel;
+        }
         o.n_parallel = static_cast<int>(std::max<int64_t>(1, x));
       } else if (k == "context_length" || k == "n_ctx_seq") {
         MMIRAGE_ASSIGN_OR_RETURN(int64_t x, AsInt(p, f, v));

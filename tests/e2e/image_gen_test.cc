@@ -24,6 +24,7 @@ std::vector<Value> JsonLines(const std::string& path) {
   return out;
 }
 
+
 std::vector<Value> Bodies(const FakeImagesServer& s) {
   std::vector<Value> out;
   for (const auto& l : s.Posts()) {
