@@ -91,7 +91,7 @@ class VisionE2eTest : public ::testing::Test {
            "    default_sampling_params: {temperature: 0, max_new_tokens: 16}\n"
            "loading_params:\n"
            "  datasets: [{type: JSONL, path: " + d_.Path("data.jsonl") + ", output_dir: " + d_.Path("out") +
-           ", image_base_path: " + d_.Path("imgs") + "}]\n"
+           ", image_base_path: " + d_.Path("imgs") + ", output_format: jsonl}]\n"
            "  state_dir: " + d_.Path("state") + "\n"
            "processing_params:\n"
            "  inputs:\n"
@@ -282,9 +282,14 @@ TEST(MockVisionConfigTest, TheOriginalsConfigRunsUnchangedButForModelPath) {
                           "' run --config configs/config_mock_vision.yaml",
                       w.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto rows = ReadLines(w.Path("tests/output/data_vision/merged/data.jsonl"));
-  if (rows.empty()) rows = ReadLines(w.Path("tests/output/data_vision/shard_0/data.jsonl"));
-  ASSERT_EQ(rows.size(), 10u) << r.err;
+  // The original writes an HF dataset (the default output_format): read the merged output back with `cat`.
+  auto cat = RunMmirage("cat '" + w.Path("tests/output/data_vision/merged") + "'");
+  ASSERT_EQ(cat.exit_code, 0) << cat.err << r.err;
+  std::vector<std::string> rows;
+  for (size_t at = 0, nl; (nl = cat.out.find('\n', at)) != std::string::npos; at = nl + 1) {
+    if (nl > at) rows.push_back(cat.out.substr(at, nl - at));
+  }
+  ASSERT_EQ(rows.size(), 10u) << cat.out << r.err;
   for (size_t i = 0; i < rows.size(); ++i) {
     auto v = ParseJson(rows[i]);
     ASSERT_TRUE(v.ok()) << rows[i];
@@ -317,7 +322,7 @@ TEST(VisionResumeTest, KillNineThenResumeGivesTheFaultFreeOutputWithImageRows) {
            "    default_sampling_params: {temperature: 0, max_new_tokens: 24}\n"
            "loading_params:\n"
            "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path(tag + "_out") +
-           ", image_base_path: " + d.Path("imgs") + "}]\n"
+           ", image_base_path: " + d.Path("imgs") + ", output_format: jsonl}]\n"
            "  state_dir: " + d.Path(tag + "_state") + "\n"
            "processing_params:\n"
            "  inputs: [{name: photo, key: photo, type: image}, {name: q, key: q}, {name: id, key: id}]\n"
