@@ -355,8 +355,9 @@ TEST_F(ImageGenTest, AGeneratedImageFeedsALaterVlmOutput) {
   const std::string vlm = dir_.Path("vlm");
   auto made = RunCommand("'" + MakeTestModelTool() + "' --vlm --seed 11 --out '" + vlm + "'");
   ASSERT_EQ(made.exit_code, 0) << made.err;
-  const std::string llm = "  - type: llm\n    server_args:\n      model_path: " + vlm +
-                          "/model.gguf\n    default_sampling_params: {temperature: 0, max_new_tokens: 4}\n";
+  // mmproj_path is named: it is looked up by itself only for configs with image inputs.
+  const std::string llm = "  - type: llm\n    server_args:\n      model_path: " + vlm + "/model.gguf\n      mmproj_path: " +
+                          vlm + "/mmproj-model.gguf\n    default_sampling_params: {temperature: 0, max_new_tokens: 4}\n";
   const std::string caption = "    - name: caption\n      type: llm\n      prompt: \"Describe the picture.\"\n";
   auto prompt_tokens = [&](const std::string& cfg) -> int64_t {
     RunCommand("rm -rf '" + dir_.Path("out") + "' '" + dir_.Path("state") + "' '" + dir_.Path("images") + "'");
