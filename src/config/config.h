@@ -73,6 +73,11 @@ struct BatchApiProcessor {
   std::optional<double> temperature;       // anthropic, [0, 1]
   std::optional<double> top_p;             // anthropic, (0, 1]
   std::optional<double> timeout_seconds;   // anthropic, > 0
+  // Extensions: `run` polls until every batch is done (instead of leaving the shard submitted), every
+  // poll_interval_seconds; prices (per million tokens, any currency) give the shard's cost in its stats.
+  bool wait = false;
+  int64_t poll_interval_seconds = 60;
+  std::optional<double> price_per_million_input_tokens, price_per_million_output_tokens;
 };
 
 struct ImageGenEndpoint {

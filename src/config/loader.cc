@@ -167,6 +167,14 @@ void ReadBatchApi(MapReader& r, BatchApiProcessor* p) {
       r.Get(k);
     }
   }
+  // Extensions (both providers).
+  r.Bool("wait", &p->wait);
+  if (r.Int("poll_interval_seconds", &p->poll_interval_seconds) && p->poll_interval_seconds < 1)
+    fail("poll_interval_seconds", "poll_interval_seconds must be >= 1");
+  for (auto [k, f] : {std::pair{"price_per_million_input_tokens", &p->price_per_million_input_tokens},
+                      std::pair{"price_per_million_output_tokens", &p->price_per_million_output_tokens}}) {
+    if (r.OptDouble(k, f) && *f && **f < 0) fail(k, std::string(k) + " must be >= 0");
+  }
   // The original rejects unknown keys in a batch_api block: an error here, not a warning.
   for (const char* k : {"export_prompts_dir"}) {
     if (r.Has(k)) fail(k, std::string("unexpected keyword argument '") + k + "'");
