@@ -1,6 +1,6 @@
 // The journal of a batch_api shard: `<state_dir>/shard_<id>/batch/journal.jsonl`, one JSON event per line,
 // appended and fsynced before the shard moves on (format in docs/state_format.md):
-//   {"event":"start","fingerprint":…}                      the config the requests were made from
+//   {"event":"start","fingerprint":…,"id":…}               the config the requests were made from; a random id
 //   {"event":"chunk","name":"text-chunk-000001",…}          a chunk's requests are on disk (intent to submit)
 //   {"event":"submitted","name":…,"batch_id":…,"status":…}  the provider accepted it
 //   {"event":"receipt","name":…}                            its receipt line is written
@@ -58,6 +58,7 @@ class BatchJournal {
 
   const std::string& dir() const { return dir_; }
   std::optional<uint64_t> fingerprint() const { return fingerprint_; }
+  const std::string& journal_id() const { return journal_id_; }  // random, from the start event
   std::vector<JournalChunk>& chunks() { return chunks_; }
   JournalChunk* Find(const std::string& name);
   bool sealed(int64_t stage) const { return sealed_.count(stage) > 0; }
@@ -71,6 +72,7 @@ class BatchJournal {
   Env* env_;
   std::string dir_;
   std::optional<uint64_t> fingerprint_;
+  std::string journal_id_;
   std::vector<JournalChunk> chunks_;
   std::set<int64_t> sealed_;
   std::unique_ptr<WritableFile> file_;

@@ -194,7 +194,8 @@ class BatchShard {
   Status SubmitStage(int64_t stage);
   Status Emit(process::RequestChunk chunk, const std::string& modality, int64_t stage, const std::string& reason,
               Value snapshot);
-  Status SubmitJournaled(JournalChunk* c);
+  // recovering: the chunk was journaled by an earlier run that may have sent it; ask the provider first.
+  Status SubmitJournaled(JournalChunk* c, bool recovering);
   Status WriteReceipt(JournalChunk* c, const std::vector<int64_t>& source_indices);
   // Polls every submitted chunk; downloads finished ones. Returns whether all are done.
   Result<bool> Poll(BatchShardReport* report);
@@ -307,24 +308,29 @@ Status BatchShard::Emit(process::RequestChunk chunk, const std::string& modality
       return Status::InvalidArgument("chunk " + c.name + " differs from the one journaled in " + journal_->dir() +
                                      ": the data or the config changed since the shard's batches were submitted");
     }
-    if (!prev->batch_id) MMIRAGE_TRY(SubmitJournaled(prev));
+    if (!prev->batch_id) MMIRAGE_TRY(SubmitJournaled(prev, /*recovering=*/true));
     if (!prev->receipt) MMIRAGE_TRY(WriteReceipt(prev, sources));
     return Status::OK();
   }
   c.file = c.name + ".requests.jsonl";
-  c.key = std::to_string(config_.fingerprint) + "-s" + std::to_string(o_.shard_id) + "-" + c.name;
+  c.key = journal_->journal_id() + "-s" + std::to_string(o_.shard_id) + "-" + c.name;
   MMIRAGE_TRY(WriteFileAtomically(env_, JoinPath(journal_->dir(), c.file), lines));
   MMIRAGE_TRY(journal_->Append(c.ToEvent()));
   JournalChunk* jc = journal_->Find(c.name);
-  MMIRAGE_TRY(SubmitJournaled(jc));
+  MMIRAGE_TRY(SubmitJournaled(jc, /*recovering=*/false));
   return WriteReceipt(jc, sources);
 }
 
-Status BatchShard::SubmitJournaled(JournalChunk* c) {
+Status BatchShard::SubmitJournaled(JournalChunk* c, bool recovering) {
   std::string path = JoinPath(journal_->dir(), c->file);
-  // Journaled before a crash: the provider may have it already.
   std::optional<std::string> found;
-  MMIRAGE_ASSIGN_OR_RETURN(found, provider_->FindSubmitted(c->key));
+  if (recovering) {
+    MMIRAGE_ASSIGN_OR_RETURN(found, provider_->FindSubmitted(c->key));
+    if (!found && provider_->provider() == "anthropic") {
+      LOG_WARN("shard " << o_.shard_id << ": " << c->name << " was journaled but its submission is not recorded; "
+               "Anthropic keeps no metadata to look it up, so it is submitted again (it may be billed twice)");
+    }
+  }
   process::SubmitResult r;
   if (found) {
     LOG_INFO("shard " << o_.shard_id << ": " << c->name << " was already submitted as " << *found);
@@ -389,7 +395,11 @@ bool BatchShard::ApplyAnswers(RowCtx& c, int64_t stage, RowError* err, int64_t* 
                               int64_t* out_tokens) const {
   const auto& outs = config_.processing.outputs;
   bool has_images = false;
-  for (const auto& in : config_.processing.inputs) has_images |= in.image && c.vars.Find(in.name) != nullptr;
+  for (const auto& in : config_.processing.inputs) {
+    const Value* v = in.image ? c.vars.Find(in.name) : nullptr;
+    has_images |= v != nullptr && !v->is_null();
+  }
+  bool ok = true;  // every output's tokens are counted, also after a failed one (they were billed)
   for (size_t i = 0; i < outs.size(); ++i) {
     if (stages_[i] >= stage) continue;
     std::string id = CustomId(outs[i], has_images ? "multimodal" : "text", o_.shard_id, c);
@@ -400,20 +410,25 @@ bool BatchShard::ApplyAnswers(RowCtx& c, int64_t stage, RowError* err, int64_t* 
     auto it = answers_.find(id);
     if (it == answers_.end()) {
       auto e = ended_.find(id);
-      *err = RowError{Stage::kGenerate, "output '" + outs[i].name + "': " +
-                                            (e != ended_.end() ? e->second : "no result from the provider")};
-      return false;
+      if (ok) {
+        *err = RowError{Stage::kGenerate, "output '" + outs[i].name + "': " +
+                                              (e != ended_.end() ? e->second : "no result from the provider")};
+      }
+      ok = false;
+      continue;
     }
     if (it->second.input_tokens) *in_tokens += *it->second.input_tokens;
     if (it->second.output_tokens) *out_tokens += *it->second.output_tokens;
+    if (!ok) continue;
     auto v = AnswerValue(outs[i], it->second);
     if (!v.ok()) {
       *err = RowError{Stage::kGenerate, "output '" + outs[i].name + "': " + v.status().message()};
-      return false;
+      ok = false;
+      continue;
     }
     c.vars.Set(outs[i].name, std::move(*v));
   }
-  return true;
+  return ok;
 }
 
 Status BatchShard::SubmitStage(int64_t stage) {
@@ -456,13 +471,22 @@ Status BatchShard::SubmitStage(int64_t stage) {
           bool has_images = false;
           std::vector<const config::InputVar*> image_inputs;
           for (const auto& in : config_.processing.inputs)
-            if (in.image && c.vars.Find(in.name) != nullptr) image_inputs.push_back(&in);
+            if (in.image && c.vars.Find(in.name) != nullptr && !c.vars.Find(in.name)->is_null())
+              image_inputs.push_back(&in);
           std::sort(image_inputs.begin(), image_inputs.end(),
                     [](const config::InputVar* a, const config::InputVar* b) { return a->name < b->name; });
           for (const auto* in : image_inputs) {
             has_images = true;
             const Value* v = c.vars.Find(in->name);
-            if (v->is_string()) images.push_back(v->as_string());
+            if (v->is_string()) {
+              images.push_back(v->as_string());
+            } else if (v->is_bytes()) {  // image bytes from a binary column: inlined as a data: URI
+              std::string uri = "data:image/png;base64,";
+              AppendBase64(v->as_bytes(), &uri);
+              images.push_back(std::move(uri));
+            } else {
+              images.push_back(process::PyJson(*v, true));
+            }
           }
           if ((std::string(modality) == "multimodal") != has_images) continue;
           auto prompt = o.prompt_tmpl->Render(c.vars);
@@ -775,6 +799,11 @@ Result<BatchShardReport> BatchShard::Run() {
     return s;
   };
   bool wait = o_.wait.value_or(proc_->batch_api.wait);
+  if (!fresh && !o_.resubmit_failed && state_.Read().status == "success" && journal_->sealed(NumStages() - 1)) {
+    LOG_INFO("shard " << o_.shard_id << ": already complete; kept");
+    report.outcome = BatchOutcome::kComplete;
+    return report;
+  }
   const int64_t stages = NumStages();
   if (fresh) {
     if (o_.collect_only) {
@@ -796,6 +825,7 @@ Result<BatchShardReport> BatchShard::Run() {
     Value e = Value::EmptyObject();
     e.Set("event", "start");
     e.Set("fingerprint", std::to_string(config_.fingerprint));
+    e.Set("id", RandomRunId() + RandomRunId());  // batch keys of this journal only, not of a removed one
     Status s = journal_->Append(e);
     if (!s.ok()) return fail(s);
   }
@@ -871,6 +901,19 @@ bool IsBatchConfig(const config::Config& config) {
   for (const auto& o : config.processing.outputs)
     if (o.type == "batch_api") return true;
   return false;
+}
+
+Result<std::vector<SubmittedBatch>> ListSubmittedBatches(Env* env, const config::Config& config) {
+  std::vector<SubmittedBatch> out;
+  for (int64_t id = 0; id < config.loading.num_shards; ++id) {
+    ShardState st(env, config.loading.state_dir, id);
+    std::string dir = JoinPath(st.dir(), "batch");
+    if (!env->FileExists(JoinPath(dir, "journal.jsonl"))) continue;
+    MMIRAGE_ASSIGN_OR_RETURN(auto j, BatchJournal::Open(env, dir));
+    for (const auto& c : j->chunks())
+      if (c.batch_id) out.push_back(SubmittedBatch{id, c.name, *c.batch_id, static_cast<int64_t>(c.requests.size())});
+  }
+  return out;
 }
 
 Result<BatchShardReport> RunBatchShard(const BatchShardOptions& options) {

@@ -57,6 +57,15 @@ struct BatchShardReport {
 // True when some output of `config` goes to batch_api.
 bool IsBatchConfig(const config::Config& config);
 
+// Every batch the shards' journals hold as submitted, shard by shard in submission order (for `check`).
+struct SubmittedBatch {
+  int64_t shard_id = 0;
+  std::string name;      // text-chunk-000001
+  std::string batch_id;  // the provider's
+  int64_t requests = 0;
+};
+Result<std::vector<SubmittedBatch>> ListSubmittedBatches(Env* env, const config::Config& config);
+
 // Runs the next step of the shard's lifecycle (see above). Errors: a bad config for batch runs, a missing key, a
 // provider error (401, a rejected oversized request…), too many failed rows; the status file says failed with the
 // same message (except in export mode), and what was journaled stays for the next run.
