@@ -11,6 +11,7 @@
 #include "cli/slurm_cli.h"
 #include "exec/local_executor.h"
 #include "pipeline/batch_shard.h"
+#include "process/batch_provider.h"
 #include "pipeline/shard_runner.h"
 #include "util/process.h"
 #include "util/env.h"
@@ -47,6 +48,14 @@ int Run(const RunOptions& o) {
   if (batch && !o.export_prompts.empty() && config->execution.mode == "slurm" && !o.shard_id) {
     LOG_ERROR("--export-prompts is not supported in slurm mode. Run it in local mode.");
     return kExitFailure;
+  }
+  if (batch && o.export_prompts.empty()) {  // the key, before any row is read or any worker starts
+    const config::Processor* p = config->FindProcessor("batch_api");
+    Status key = p ? process::CheckApiKey(p->batch_api.provider, config::ProcessEnvLookup()) : Status::OK();
+    if (!key.ok()) {
+      LOG_ERROR(key.message());
+      return kExitFailure;
+    }
   }
   if (config->execution.mode == "slurm" && !o.shard_id) return RunSlurm(*config, o.force_retry, o.stats);
   if (batch && (o.shard_id || !(config->execution.retry || o.force_retry) || !o.export_prompts.empty())) {

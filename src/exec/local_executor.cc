@@ -49,6 +49,7 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
   std::vector<Worker> running;
   bool stopping = false;
   bool in_progress = false, any_submitted = false;  // batch_api shards
+  std::map<int64_t, int64_t> launched;              // workers started per shard by this call
   while (!queue.empty() || !running.empty()) {
     if (StopRequested() && !stopping) {
       stopping = true;
@@ -74,6 +75,7 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       LOG_INFO("Shard " << id << ": started (attempt #" << attempts_of(id).retry_count + 1 << ", pid "
                         << (*p)->pid() << ")");
       running.push_back(Worker{id, std::move(*p)});
+      ++launched[id];
     }
     // Reap finished workers; retry failed shards that have attempts left.
     bool reaped = false;
@@ -94,7 +96,8 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
         if (*rc == 75) in_progress = true;
       } else if (stopping) {
         LOG_WARN("Shard " << id << ": stopped (exit " << *rc << "); it resumes from its last commit next time");
-      } else if (r.retry_count < max_attempts) {
+      } else if (r.retry_count < max_attempts && launched[id] < max_attempts) {  // a worker that dies before
+                                                                                  // it counts its attempt is bounded too
         LOG_WARN("Shard " << id << ": failed (exit " << *rc << ", attempt " << r.retry_count << "/" << max_attempts
                           << "): " << r.error.value_or("no status written") << "; retrying");
         queue.push_back(id);

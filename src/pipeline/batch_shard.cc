@@ -26,6 +26,8 @@ namespace {
 
 using process::BatchAnswer;
 
+constexpr double kRecoveryGraceSeconds = 5;
+
 std::string Pad6(int64_t n) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%06lld", static_cast<long long>(n));
@@ -204,7 +206,9 @@ class BatchShard {
   Status Publish(BatchShardReport* report);
   Value BatchInfo(const BatchShardReport& r) const;
   // Fills `vars` with the outputs of stages below `stage` from the answers; false (with *err) when one failed.
-  bool ApplyAnswers(RowCtx& c, int64_t stage, RowError* err, int64_t* in_tokens, int64_t* out_tokens) const;
+  // *missing: the first failed output has no answer at all (it was never submitted: its prompt failed).
+  bool ApplyAnswers(RowCtx& c, int64_t stage, RowError* err, int64_t* in_tokens, int64_t* out_tokens,
+                    int64_t* missing = nullptr) const;
   std::string ResultsPath(const JournalChunk& c) const { return JoinPath(JoinPath(journal_->dir(), "results"), c.name + ".jsonl"); }
   int64_t NumStages() const {
     int64_t n = 0;
@@ -326,6 +330,14 @@ Status BatchShard::SubmitJournaled(JournalChunk* c, bool recovering) {
   std::optional<std::string> found;
   if (recovering) {
     MMIRAGE_ASSIGN_OR_RETURN(found, provider_->FindSubmitted(c->key));
+    if (!found && provider_->provider() == "openai") {
+      // The earlier run may have died with its create request still in flight at the provider: give that
+      // request time to land before looking again (a create takes well under a second).
+      LOG_INFO("shard " << o_.shard_id << ": " << c->name << " was journaled but not recorded as submitted; "
+               "looking it up again in " << kRecoveryGraceSeconds << " s");
+      env_->SleepMicros(static_cast<uint64_t>(kRecoveryGraceSeconds * 1e6));
+      MMIRAGE_ASSIGN_OR_RETURN(found, provider_->FindSubmitted(c->key));
+    }
     if (!found && provider_->provider() == "anthropic") {
       LOG_WARN("shard " << o_.shard_id << ": " << c->name << " was journaled but its submission is not recorded; "
                "Anthropic keeps no metadata to look it up, so it is submitted again (it may be billed twice)");
@@ -391,8 +403,8 @@ Status BatchShard::WriteReceipt(JournalChunk* c, const std::vector<int64_t>& sou
   return journal_->Append(e);
 }
 
-bool BatchShard::ApplyAnswers(RowCtx& c, int64_t stage, RowError* err, int64_t* in_tokens,
-                              int64_t* out_tokens) const {
+bool BatchShard::ApplyAnswers(RowCtx& c, int64_t stage, RowError* err, int64_t* in_tokens, int64_t* out_tokens,
+                              int64_t* missing) const {
   const auto& outs = config_.processing.outputs;
   bool has_images = false;
   for (const auto& in : config_.processing.inputs) {
@@ -413,6 +425,7 @@ bool BatchShard::ApplyAnswers(RowCtx& c, int64_t stage, RowError* err, int64_t* 
       if (ok) {
         *err = RowError{Stage::kGenerate, "output '" + outs[i].name + "': " +
                                               (e != ended_.end() ? e->second : "no result from the provider")};
+        if (missing && e == ended_.end()) *missing = static_cast<int64_t>(i);
       }
       ok = false;
       continue;
@@ -710,7 +723,8 @@ Status BatchShard::Publish(BatchShardReport* report) {
                            if (!c.ok) return writer->AddError(c.part, c.index, c.source, c.error);
                            RowError err;
                            int64_t a = 0, b = 0;
-                           bool ok = ApplyAnswers(c, final_stage, &err, &a, &b);
+                           int64_t missing = -1;
+                           bool ok = ApplyAnswers(c, final_stage, &err, &a, &b, &missing);
                            if (a > 0 || b > 0) {
                              in_total += a;
                              out_total += b;
@@ -720,12 +734,9 @@ Status BatchShard::Publish(BatchShardReport* report) {
                            }
                            if (!ok) {
                              // A prompt that fails to render was never submitted: say so, not "no result".
-                             for (size_t i = 0; i < config_.processing.outputs.size(); ++i) {
-                               auto p = t.RenderPrompt(i, c.vars);
-                               if (!p.ok && c.vars.Find(config_.processing.outputs[i].name) == nullptr) {
-                                 err = p.error;
-                                 break;
-                               }
+                             if (missing >= 0) {
+                               auto p = t.RenderPrompt(static_cast<size_t>(missing), c.vars);
+                               if (!p.ok) err = p.error;
                              }
                              return writer->AddError(c.part, c.index, c.source, err);
                            }
@@ -847,7 +858,7 @@ Result<BatchShardReport> BatchShard::Run() {
       if (stage > 0 || !fresh) MMIRAGE_TRY(state_.MarkRunning({}).status());
       Status s = SubmitStage(stage);
       if (!s.ok()) return fail(s);
-      submitted_now = true;
+      submitted_now = stage == 0;
       fresh = false;
       continue;
     }
@@ -861,7 +872,6 @@ Result<BatchShardReport> BatchShard::Run() {
         auto again = ResubmitFailed();
         if (!again.ok()) return fail(again.status());
         if (*again) {
-          submitted_now = true;
           auto d2 = Poll(&report);
           if (!d2.ok()) return fail(d2.status());
           goto in_progress;
