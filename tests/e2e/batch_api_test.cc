@@ -328,6 +328,26 @@ void RunLifecycle(const std::string& provider, const std::string& env) {
   EXPECT_EQ(receipts.out.find("test-key"), std::string::npos);
   // A second collect keeps the published shards.
   EXPECT_EQ(Mm(env, "collect --config " + d.Path("cfg.yaml")).exit_code, 0);
+  // The original's merge format, from the receipts.
+  auto m = Mm(env, "merge --config " + d.Path("cfg.yaml") + " --output-path " + d.Path("merged/results.jsonl"));
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  auto merged = JsonLines(d.Path("merged/results.jsonl"));
+  EXPECT_EQ(merged.size(), CreatedIds(prov.log).size());
+  int64_t last = -1;
+  size_t conversations = 0, captions = 0, errors = 0;
+  for (const Value& r : merged) {
+    int64_t si = r.Find("source_index")->as_int();
+    EXPECT_GE(si, last);
+    last = si;
+    EXPECT_NE(r.Find("custom_id")->as_string().find("-r" + std::to_string(si)), std::string::npos);
+    conversations += r.Find("conversations") != nullptr;
+    captions += r.Find("caption") != nullptr;
+    errors += r.Find("error_message") != nullptr;
+  }
+  EXPECT_GT(conversations, 0u);
+  EXPECT_GT(captions, 0u);
+  EXPECT_GT(errors, 0u);
+  EXPECT_NE(m.err.find("Merged " + std::to_string(merged.size()) + " rows and saved to"), std::string::npos);
   // --resubmit-failed sends only the failed requests again, as new chunks.
   auto before = CreatedIds(prov.log);
   auto rs = Mm(env, "collect --resubmit-failed --config " + d.Path("cfg.yaml"));
