@@ -231,6 +231,7 @@ class BatchShard {
   std::unordered_map<std::string, BatchAnswer> answers_;     // custom_id → latest answer
   std::unordered_map<std::string, std::string> ended_;       // custom_id → why no answer (batch ended)
   std::unordered_map<std::string, int64_t> source_index_of_;  // pending chunk: custom_id → source index
+  uint64_t start_us_ = 0;                                    // this call's start (runtime of the publication)
 };
 
 Status BatchShard::Validate() const {
@@ -752,13 +753,14 @@ Status BatchShard::Publish(BatchShardReport* report) {
   if (in_total > 0) stats.input_tokens = in_total;
   if (out_total > 0) stats.output_tokens = out_total;
   stats.num_gpus = 0;
-  Value sv = stats.ToValue();
+  stats.runtime_seconds = RoundTo(static_cast<double>(env_->MonotonicMicros() - start_us_) / 1e6, 3);
   const auto& bp = proc_->batch_api;
   if (bp.price_per_million_input_tokens || bp.price_per_million_output_tokens) {
-    double cost = static_cast<double>(in_total) / 1e6 * bp.price_per_million_input_tokens.value_or(0) +
-                  static_cast<double>(out_total) / 1e6 * bp.price_per_million_output_tokens.value_or(0);
-    sv.Set("cost", RoundTo(cost, 6));
+    stats.cost = RoundTo(static_cast<double>(in_total) / 1e6 * bp.price_per_million_input_tokens.value_or(0) +
+                             static_cast<double>(out_total) / 1e6 * bp.price_per_million_output_tokens.value_or(0),
+                         6);
   }
+  Value sv = stats.ToValue();
   if (report->rows_failed > ex.max_failed_rows) {
     std::string where;
     for (const auto& f : error_files) where += (where.empty() ? "" : ", ") + f;
@@ -783,6 +785,7 @@ Value BatchShard::BatchInfo(const BatchShardReport& r) const {
 
 Result<BatchShardReport> BatchShard::Run() {
   BatchShardReport report;
+  start_us_ = env_->MonotonicMicros();
   MMIRAGE_TRY(Validate());
   if (!o_.export_prompts.empty()) {
     if (NumStages() > 1) {
