@@ -40,6 +40,7 @@ Runner RegisterMergeDir(CLI::App* app);
 Runner RegisterValidate(CLI::App* app);
 Runner RegisterPreview(CLI::App* app);
 Runner RegisterQuery(CLI::App* app);
+Runner RegisterCat(CLI::App* app);
 Runner RegisterCollect(CLI::App* app);
 // batch_api configs: the original's merged results file from the receipts (cmd_batch_merge.cc). Exit code.
 int MergeBatchResults(const config::Config& config, const std::string& output_path,

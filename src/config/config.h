@@ -83,6 +83,7 @@ struct BatchApiProcessor {
 struct ImageGenEndpoint {
   std::string base_url;
   std::optional<std::string> api_key;
+  std::optional<std::string> api_key_env;  // extension: the variable holding the key (preferred over api_key)
   int64_t timeout_seconds = 900;
   std::optional<std::string> request_model;
   int64_t max_concurrent_requests = 1;
@@ -96,6 +97,7 @@ struct ImageGenSglang {
   int64_t startup_timeout_seconds = 900;
   std::vector<std::string> extra_server_args;
   std::optional<std::string> api_key;
+  std::optional<std::string> api_key_env;  // extension, as in ImageGenEndpoint
   int64_t timeout_seconds = 900;
   std::optional<std::string> request_model;
   int64_t max_concurrent_requests = 1;
@@ -121,6 +123,10 @@ struct CustomProcessor {
   int64_t max_errors = 1;
   Value fallback_value;
   std::string start_method = "spawn";
+  // Extensions: the interpreter for script_path (else $MMIRAGE_PYTHON, else python3 on PATH), or a command that
+  // speaks the worker protocol itself (docs/custom_worker_protocol.md) instead of script_path/function_name.
+  std::string python_executable;
+  std::vector<std::string> command;
 };
 
 struct Processor {
@@ -192,11 +198,12 @@ struct ProcessingParams {
 
 // ---- loading ---------------------------------------------------------------------------------------------------
 struct DatasetConfig {
-  std::string type;                    // JSONL | loadable
-  std::string path;                    // file or glob (when splits is empty)
+  std::string type;                    // JSONL | loadable (HF save_to_disk directory) | parquet
+  std::string path;                    // file or glob (when splits is empty); loadable: the directory
   std::vector<std::pair<std::string, std::string>> splits;  // split name → file/glob, YAML order
   std::string output_dir;
   std::optional<std::string> image_base_path;
+  std::string output_format = "hf";   // hf (HF save_to_disk layout) | jsonl | parquet
   Loc loc;
 };
 

@@ -111,6 +111,7 @@ Status ForEachRow(Env* env, const config::Config& config, int64_t shard_id, Fn&&
     MMIRAGE_ASSIGN_OR_RETURN(Plan plan, PlanDataset(env, dc, config.loading.num_shards, shard_id));
     if (begin_dataset) MMIRAGE_TRY(begin_dataset(d, plan));
     RowTransform transform(&config, env, dc.image_base_path.value_or(""));
+    transform.set_tag_bytes(dc.output_format != "jsonl");
     for (size_t p = 0; p < plan.parts.size(); ++p) {
       RowStream stream(env, plan.parts[p], plan.ranges[p]);
       RawRow raw;
@@ -700,6 +701,7 @@ Status BatchShard::Publish(BatchShardReport* report) {
     for (const auto& part : plan.parts) splits.push_back(part.split);
     ShardWriterOptions wo{config_.loading.datasets[d].output_dir, o_.shard_id, splits,
                           DatasetFingerprint(config_, d, o_.shard_id)};
+    wo.output_format = *ParseOutputFormat(config_.loading.datasets[d].output_format);  // validated at load
     MMIRAGE_ASSIGN_OR_RETURN(writer, ShardWriter::Open(env_, wo));
     if (writer->resumed()) {  // publishing is cheap to redo from the answers: start over
       writer->Discard();

@@ -1,5 +1,7 @@
 #include "pipeline/row_transform.h"
 
+#include "data/tagged_json.h"
+
 #include "data/json.h"
 
 namespace mmirage::pipeline {
@@ -88,6 +90,7 @@ Result<Value> RowTransform::ResolveImage(const Value& v) const {
 
 StageResult<std::string> RowTransform::RenderPrompt(size_t index, const Value& vars) const {
   const auto& o = config_->processing.outputs[index];
+  if (!o.prompt_tmpl) return StageResult<std::string>{};  // custom outputs have no prompt
   auto r = o.prompt_tmpl->Render(vars);
   if (!r.ok()) {
     return StageResult<std::string>::Fail(Stage::kRenderPrompt, "output '" + o.name + "' prompt: " + r.status().message());
@@ -130,7 +133,8 @@ Status RowTransform::RenderNodeJson(const config::OutputNode& node, const Value&
       // original, which stringifies numbers and booleans). An absent variable renders as "".
       if (node.plain_var) {
         if (const Value* v = vars.Find(*node.plain_var)) {
-          AppendJson(*v, out);
+          if (tag_bytes_) AppendJsonTagged(*v, out);
+          else AppendJson(*v, out);
           return Status::OK();
         }
       }
@@ -170,7 +174,8 @@ StageResult<bool> RowTransform::RenderOutputJson(const Value& row, const Value& 
       if (m.first == k) replacement = &m.second;
     }
     if (replacement == nullptr) {
-      AppendJson(v, out);
+      if (tag_bytes_) AppendJsonTagged(v, out);
+      else AppendJson(v, out);
     } else if (Status st = RenderNodeJson(*replacement, vars, out); !st.ok()) {
       return fail(st);
     }

@@ -53,6 +53,10 @@ class RowTransform {
   // per-row hot path). On error *out is left as it was.
   StageResult<bool> RenderOutputJson(const Value& row, const Value& vars, std::string* out) const;
 
+  // Bytes values in RenderOutputJson's rows are written in the tagged journal form (data/tagged_json.h): for
+  // outputs converted to Arrow/Parquet at publish time. Set before sharing the transform.
+  void set_tag_bytes(bool on) { tag_bytes_ = on; }
+
   const std::vector<config::OutputVar>& outputs() const { return config_->processing.outputs; }
 
   // The rendered prompt of output `index` for `vars` (stage kRenderPrompt on error).
@@ -66,6 +70,7 @@ class RowTransform {
   Env* env_;
   std::string image_base_path_;
   bool unique_input_names_ = true;
+  bool tag_bytes_ = false;
 };
 
 }  // namespace mmirage::pipeline
