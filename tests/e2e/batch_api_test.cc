@@ -218,6 +218,7 @@ std::string LifecycleConfig(const TempDir& d, const std::string& provider, int p
          "    - path: " + d.Path("data.jsonl") + "\n"
          "      type: JSONL\n"
          "      output_dir: " + d.Path("out") + "\n"
+         "      output_format: jsonl\n"
          "      image_base_path: " + d.path() + "\n"
          "  num_shards: " + std::to_string(shards) + "\n"
          "  state_dir: " + d.Path("state") + "\n"
