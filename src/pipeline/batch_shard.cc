@@ -496,7 +496,12 @@ Status BatchShard::SubmitStage(int64_t stage) {
             if (v->is_string()) {
               images.push_back(v->as_string());
             } else if (v->is_bytes()) {  // image bytes from a binary column: inlined as a data: URI
-              std::string uri = "data:image/png;base64,";
+              const std::string& b = v->as_bytes();
+              const char* mime = b.rfind("\xff\xd8", 0) == 0           ? "image/jpeg"
+                                 : b.rfind("GIF8", 0) == 0               ? "image/gif"
+                                 : b.size() > 12 && b.compare(8, 4, "WEBP") == 0 ? "image/webp"
+                                                                          : "image/png";
+              std::string uri = std::string("data:") + mime + ";base64,";
               AppendBase64(v->as_bytes(), &uri);
               images.push_back(std::move(uri));
             } else {
