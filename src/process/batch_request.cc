@@ -247,8 +247,10 @@ Result<Value> BuildBatchRequest(const config::BatchApiProcessor& p, Env* env, co
   params.Set("messages", Value());  // keeps its first position
   params.Set("model", p.model);
   params.Set("max_tokens", p.max_tokens);
-  if (p.temperature) params.Set("temperature", *p.temperature);
-  else if (p.top_p) params.Set("top_p", *p.top_p);
+  // A YAML int stays an int in Python's json.dumps ("1", not "1.0").
+  auto num = [](double v, bool as_int) { return as_int ? Value(static_cast<int64_t>(v)) : Value(v); };
+  if (p.temperature) params.Set("temperature", num(*p.temperature, p.temperature_is_int));
+  else if (p.top_p) params.Set("top_p", num(*p.top_p, p.top_p_is_int));
   Value blocks = Value::EmptyArray();
   if (in.images.empty()) {
     Value b = Value::EmptyObject();

@@ -62,6 +62,25 @@ TEST(BuildBatchRequestTest, AnthropicRejectsAMissingLocalImage) {
             std::string::npos);
 }
 
+TEST(BuildBatchRequestTest, AnthropicKeysInTheOriginalsOrderAndYamlIntsStayInts) {
+  config::BatchApiProcessor p;
+  p.provider = "anthropic";
+  p.model = "m";
+  p.max_tokens = 16;
+  p.temperature = 1;
+  p.temperature_is_int = true;
+  auto r = BuildBatchRequest(p, Env::Default(), BatchPrompt{"a.b", "hi", {}, {"x"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(PyJson(*r, true), R"({"custom_id":"a_b-)" + Sha1Hex("a.b").substr(0, 8) +
+                                  R"(","params":{"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],)"
+                                  R"("model":"m","max_tokens":16,"temperature":1,"output_config":{"format":{"type":)"
+                                  R"("json_schema","schema":{"type":"object","properties":{"x":{"type":"string"}},)"
+                                  R"("required":["x"],"additionalProperties":false}}}}})");
+  p.temperature_is_int = false;
+  r = BuildBatchRequest(p, Env::Default(), BatchPrompt{"id", "hi", {}, {}});
+  EXPECT_NE(PyJson(*r, true).find(R"("temperature":1.0})"), std::string::npos) << PyJson(*r, true);
+}
+
 TEST(BuildBatchRequestTest, OpenAiLeavesMissingPathsAndUrlsAlone) {
   config::BatchApiProcessor p;
   p.provider = "openai";
