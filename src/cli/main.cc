@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   reg(RegisterPreview(&app), "preview");
   reg(RegisterQuery(&app), "query");
   reg(RegisterCat(&app), "cat");
+  reg(RegisterCollect(&app), "collect");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

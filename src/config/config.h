@@ -73,7 +73,13 @@ struct BatchApiProcessor {
   int64_t max_tokens = 8192;               // anthropic
   std::optional<double> temperature;       // anthropic, [0, 1]
   std::optional<double> top_p;             // anthropic, (0, 1]
+  bool temperature_is_int = false, top_p_is_int = false;  // written as YAML ints: sent as ints (as the original)
   std::optional<double> timeout_seconds;   // anthropic, > 0
+  // Extensions: `run` polls until every batch is done (instead of leaving the shard submitted), every
+  // poll_interval_seconds; prices (per million tokens, any currency) give the shard's cost in its stats.
+  bool wait = false;
+  int64_t poll_interval_seconds = 60;
+  std::optional<double> price_per_million_input_tokens, price_per_million_output_tokens;
 };
 
 struct ImageGenEndpoint {

@@ -163,10 +163,27 @@ void ReadBatchApi(MapReader& r, BatchApiProcessor* p) {
     if (r.OptDouble("timeout_seconds", &p->timeout_seconds) && p->timeout_seconds && *p->timeout_seconds <= 0)
       fail("timeout_seconds", "timeout_seconds must be > 0 when provided");
     if (p->temperature && p->top_p) fail("top_p", "temperature and top_p are mutually exclusive for Anthropic");
+    auto is_int = [&](const char* k) {
+      YAML::Node n = r.Get(k);
+      if (!n.IsDefined() || !n.IsScalar()) return false;
+      const std::string& t = n.Scalar();
+      size_t i = (!t.empty() && (t[0] == '-' || t[0] == '+')) ? 1 : 0;
+      return i < t.size() && t.find_first_not_of("0123456789", i) == std::string::npos;
+    };
+    p->temperature_is_int = is_int("temperature");
+    p->top_p_is_int = is_int("top_p");
     for (const char* k : {"completion_window", "batch_endpoint", "metadata"}) {
       if (r.Has(k)) fail(k, std::string("unexpected keyword argument '") + k + "'");
       r.Get(k);
     }
+  }
+  // Extensions (both providers).
+  r.Bool("wait", &p->wait);
+  if (r.Int("poll_interval_seconds", &p->poll_interval_seconds) && p->poll_interval_seconds < 1)
+    fail("poll_interval_seconds", "poll_interval_seconds must be >= 1");
+  for (auto [k, f] : {std::pair{"price_per_million_input_tokens", &p->price_per_million_input_tokens},
+                      std::pair{"price_per_million_output_tokens", &p->price_per_million_output_tokens}}) {
+    if (r.OptDouble(k, f) && *f && **f < 0) fail(k, std::string(k) + " must be >= 0");
   }
   // The original rejects unknown keys in a batch_api block: an error here, not a warning.
   for (const char* k : {"export_prompts_dir"}) {

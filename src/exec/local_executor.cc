@@ -41,7 +41,7 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
     ShardRecord r = attempts_of(id);
     if (r.status == "success") {
       LOG_INFO("Shard " << id << " already succeeded; skipped");
-    } else if (r.retry_count >= max_attempts) {
+    } else if (r.retry_count >= max_attempts && r.status != "submitted") {
       LOG_ERROR("Shard " << id << " has used all " << max_attempts << " attempts (max_retries="
                          << config.execution.max_retries << ")");
     } else {
@@ -61,6 +61,8 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
   }
   std::vector<Worker> running;
   bool stopping = false;
+  bool in_progress = false, any_submitted = false;  // batch_api shards
+  std::map<int64_t, int64_t> launched;              // workers started per shard by this call
   while (!queue.empty() || !running.empty()) {
     if (StopRequested() && !stopping) {
       stopping = true;
@@ -87,6 +89,7 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       LOG_INFO("Shard " << id << ": started (attempt #" << attempts_of(id).retry_count + 1 << ", pid "
                         << (*p)->pid() << ")");
       running.push_back(Worker{id, std::move(*p)});
+      ++launched[id];
     }
     // Reap finished workers; retry failed shards that have attempts left.
     bool reaped = false;
@@ -102,9 +105,13 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       ShardRecord r = attempts_of(id);
       if (*rc == 0 && r.status == "success") {
         LOG_INFO("Shard " << id << ": succeeded");
+      } else if ((*rc == 0 || *rc == 75) && r.status == "submitted") {  // batch_api: with the provider
+        LOG_INFO("Shard " << id << ": " << (*rc == 0 ? "submitted" : "batches still in progress"));
+        if (*rc == 75) in_progress = true;
       } else if (stopping) {
         LOG_WARN("Shard " << id << ": stopped (exit " << *rc << "); it resumes from its last commit next time");
-      } else if (r.retry_count < max_attempts) {
+      } else if (r.retry_count < max_attempts && launched[id] < max_attempts) {  // a worker that dies before
+                                                                                  // it counts its attempt is bounded too
         LOG_WARN("Shard " << id << ": failed (exit " << *rc << ", attempt " << r.retry_count << "/" << max_attempts
                           << "): " << r.error.value_or("no status written") << "; retrying");
         queue.push_back(id);
@@ -118,13 +125,19 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
   if (stopping) return 128 + StopSignal();
   std::vector<int64_t> bad;
   for (int64_t id : ids) {
-    if (attempts_of(id).status != "success") bad.push_back(id);
+    std::string st = attempts_of(id).status;
+    if (st == "submitted") any_submitted = true;
+    else if (st != "success") bad.push_back(id);
   }
   if (!bad.empty()) {
     std::string list;
     for (int64_t id : bad) list += (list.empty() ? "" : ", ") + std::to_string(id);
     LOG_ERROR("Pipeline ended with shards that did not succeed: " << list << " (see `mmirage check`)");
     return 1;
+  }
+  if (any_submitted) {
+    LOG_INFO("Every shard's batches are submitted; `mmirage collect --config C` fetches the results");
+    return in_progress ? 75 : 0;
   }
   LOG_INFO("All shards completed successfully");
   return 0;

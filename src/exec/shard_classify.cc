@@ -54,6 +54,7 @@ ShardDetail Detail(const ClassifyOptions& o, const ShardRecord& r, double now_s)
   d.hostname = r.hostname;
   d.error = r.error;
   d.rows_failed = r.failed_rows;
+  d.batch = r.batch;
   if (r.status == "running") d.stale_reason = StaleReason(o, r, now_s);
   d.shard_class = ClassifyShard(r.status, !d.stale_reason.empty(), d.attempts, o.max_retries);
   if (r.status == "success") {
@@ -99,6 +100,7 @@ const char* ShardClassName(ShardClass c) {
     case ShardClass::kRunning: return "running";
     case ShardClass::kFailed: return "failed";
     case ShardClass::kExhausted: return "exhausted";
+    case ShardClass::kSubmitted: return "submitted";
   }
   return "failed";
 }
@@ -106,6 +108,7 @@ const char* ShardClassName(ShardClass c) {
 ShardClass ClassifyShard(const std::string& status, bool stale, int64_t attempts, int64_t max_retries) {
   if (status == "success") return ShardClass::kSuccessful;
   if (status == "running" && !stale) return ShardClass::kRunning;
+  if (status == "submitted") return ShardClass::kSubmitted;
   if (attempts >= max_retries + 1) return ShardClass::kExhausted;
   return ShardClass::kFailed;
 }
@@ -139,6 +142,7 @@ Classification ClassifyShards(const ClassifyOptions& options) {
       case ShardClass::kRunning: c.running.push_back(id); break;
       case ShardClass::kFailed: c.failed.push_back(id); break;
       case ShardClass::kExhausted: c.exhausted.push_back(id); break;
+      case ShardClass::kSubmitted: c.submitted.push_back(id); break;
     }
     c.shards.push_back(std::move(d));
   }
@@ -152,6 +156,7 @@ Value Classification::SummaryValue() const {
   v.Set("running", static_cast<int64_t>(running.size()));
   v.Set("failed", static_cast<int64_t>(failed.size()));
   v.Set("max_retries_exceeded", static_cast<int64_t>(exhausted.size()));
+  if (!submitted.empty()) v.Set("submitted", static_cast<int64_t>(submitted.size()));
   return v;
 }
 
@@ -180,6 +185,7 @@ Value ShardDetailValue(const ShardDetail& d) {
   v.Set("rows_per_sec", OptD(d.rows_per_sec));
   v.Set("eta_seconds", OptD(d.eta_seconds ? std::optional<double>(RoundTo(*d.eta_seconds, 1)) : std::nullopt));
   v.Set("error", OptS(d.error));
+  if (!d.batch.is_null()) v.Set("batch", d.batch);
   return v;
 }
 

@@ -25,8 +25,9 @@
 
 namespace mmirage::exec {
 
-enum class ShardClass { kSuccessful, kRunning, kFailed, kExhausted };
-const char* ShardClassName(ShardClass c);  // "successful", "running", "failed", "exhausted"
+enum class ShardClass { kSuccessful, kRunning, kFailed, kExhausted, kSubmitted };
+// "successful", "running", "failed", "exhausted", "submitted" (batch_api: with the provider; no liveness rule).
+const char* ShardClassName(ShardClass c);
 
 // The class of a record. `stale`: recorded `running` but the worker is known to be gone.
 ShardClass ClassifyShard(const std::string& status, bool stale, int64_t attempts, int64_t max_retries);
@@ -44,6 +45,7 @@ struct ShardDetail {
   std::optional<double> rows_per_sec;     // running: current rate (progress.json)
   std::optional<double> eta_seconds;      // running, when rows_total and a rate are known
   std::optional<std::string> error;
+  Value batch;                 // submitted (batch_api): the batches' progress from status.json, else null
   // Shown status: the recorded one, "stale" for a stale running record.
   std::string DisplayStatus() const;
 };
@@ -62,12 +64,13 @@ ClassifyOptions ClassifyOptionsFromConfig(Env* env, const config::Config& config
 
 struct Classification {
   std::vector<ShardDetail> shards;  // by shard id
-  std::vector<int64_t> successful, running, failed, exhausted;  // ids per class, ascending
+  std::vector<int64_t> successful, running, failed, exhausted, submitted;  // ids per class, ascending
   int64_t max_retries = 0;
 
   // Exit-0 rule: every shard successful.
   bool AllSucceeded() const { return successful.size() == shards.size(); }
-  // {"total", "successful", "running", "failed", "max_retries_exceeded"} in this order (cli.md §3.1).
+  // {"total", "successful", "running", "failed", "max_retries_exceeded"} in this order (cli.md §3.1), then
+  // "submitted" when some shard is.
   Value SummaryValue() const;
   // {"summary": SummaryValue(), "shards": [ShardDetailValue…]} (`check --json`).
   Value ToValue() const;

@@ -75,6 +75,7 @@ Value ShardRecord::ToValue() const {
   v.Set("datasets", datasets);
   v.Set("stats", stats);
   v.Set("failed_rows", failed_rows);
+  if (!batch.is_null()) v.Set("batch", batch);
   return v;
 }
 
@@ -114,12 +115,13 @@ ShardRecord ShardState::Read() const {
   if (const Value* d = v->Find("datasets"); d && d->is_array()) r.datasets = *d;
   if (const Value* s = v->Find("stats"); s && s->is_object()) r.stats = *s;
   if (const Value* f = v->Find("failed_rows"); f && f->is_int()) r.failed_rows = f->as_int();
+  if (const Value* b = v->Find("batch"); b && b->is_object()) r.batch = *b;
   return r;
 }
 
 Status ShardState::WriteRecord(const ShardRecord& r, const char* marker) {
   MMIRAGE_TRY(WriteFileAtomically(env_, JoinPath(dir_, "status.json"), r.ToJson()));
-  for (const char* m : {".RUNNING", ".SUCCESS", ".FAILED"}) {
+  for (const char* m : {".RUNNING", ".SUBMITTED", ".SUCCESS", ".FAILED"}) {
     std::string p = JoinPath(dir_, m);
     if (env_->FileExists(p)) MMIRAGE_TRY(env_->RemoveFile(p));
   }
@@ -160,6 +162,15 @@ Status ShardState::MarkSuccess(Value stats, int64_t failed_rows) {
   r.stats = std::move(stats);
   r.failed_rows = failed_rows;
   return WriteRecord(r, ".SUCCESS");
+}
+
+Status ShardState::MarkSubmitted(Value batch) {
+  ShardRecord r = Read();
+  r.status = "submitted";
+  r.finished_at = LocalIsoTime(env_->NowMicros());
+  r.error.reset();
+  r.batch = std::move(batch);
+  return WriteRecord(r, ".SUBMITTED");
 }
 
 Status ShardState::MarkFailed(const std::string& error, int64_t failed_rows) {

@@ -1,6 +1,6 @@
 // The state directory (spec pipeline.md §9.2, our format in docs/state_format.md): per shard
 // `<state_dir>/shard_<id>/status.json` (2-space indent, keys sorted, replaced atomically), one marker
-// `.RUNNING` / `.SUCCESS` / `.FAILED`, and `attempts.log`, an append-only line per attempt so that the retry
+// `.RUNNING` / `.SUBMITTED` / `.SUCCESS` / `.FAILED`, and `attempts.log`, an append-only line per attempt so that the retry
 // budget survives a corrupted or deleted status.json (the original resets it).
 // Thread-safety: a ShardState touches only its shard's directory; one writer process per shard at a time.
 #pragma once
@@ -16,7 +16,7 @@
 namespace mmirage {
 
 struct ShardRecord {
-  std::string status = "missing";  // running | success | failed | missing | unknown
+  std::string status = "missing";  // running | submitted | success | failed | missing | unknown
   int64_t retry_count = 0;         // attempt number of the current/last attempt
   int64_t shard_id = 0;
   std::optional<std::string> started_at, finished_at, error;
@@ -26,6 +26,7 @@ struct ShardRecord {
   Value datasets = Value::EmptyArray();  // [{"image_base_path": str|null, "output_dir": str}]
   Value stats;                           // object or null
   int64_t failed_rows = 0;               // extension: rows recorded in errors.jsonl
+  Value batch;                           // extension, batch_api shards: progress of the provider batches or null
   int64_t attempts_logged = 0;           // lines of attempts.log (not serialised)
 
   // status.json content (keys sorted, 2-space indent, trailing newline).
@@ -56,6 +57,10 @@ class ShardState {
   Result<int64_t> MarkRunning(const RunInfo& info);
   Status MarkSuccess(Value stats, int64_t failed_rows);
   Status MarkFailed(const std::string& error, int64_t failed_rows);
+  // batch_api: the shard's requests are with the provider (neither success nor failure; marker .SUBMITTED).
+  // `batch` describes them ({"batches_total", "batches_completed", "batches_in_progress", "batches_failed",
+  // "requests_total", "requests_done"}); it is kept by the later MarkSuccess/MarkFailed.
+  Status MarkSubmitted(Value batch);
 
   const std::string& dir() const { return dir_; }
 

@@ -70,6 +70,7 @@ Value ShardStats::ToValue() const {
   v.Set("tokens_per_sec", total_rate ? Value(RoundTo(static_cast<double>(*output_tokens) / *inf, 2)) : Value());
   v.Set("cpu_util_mean", OptD(cpu_util_mean));
   v.Set("machine_cpu_util_mean", OptD(machine_cpu_util_mean));
+  if (cost) v.Set("cost", *cost);
   return v;
 }
 
@@ -92,6 +93,7 @@ ShardStats ShardStats::FromValue(const Value& v) {
   s.images_reused = GetI(v, "images_reused");
   s.cpu_util_mean = GetD(v, "cpu_util_mean");
   s.machine_cpu_util_mean = GetD(v, "machine_cpu_util_mean");
+  s.cost = GetD(v, "cost");
   return s;
 }
 

@@ -28,6 +28,8 @@ struct ShardStats {
   // Extensions from the utilisation poller (stats/utilization.h): this process's CPU use in percent of one core
   // (as `top`; above 100 with several busy threads) and the whole machine's CPU use in percent of all cores.
   std::optional<double> cpu_util_mean, machine_cpu_util_mean;
+  // Extension, batch_api with prices configured: what the provider tokens cost (serialised only when set).
+  std::optional<double> cost;
 
   // The object with derived values, keys in the spec's order (§1.3).
   Value ToValue() const;
