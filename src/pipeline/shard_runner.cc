@@ -18,6 +18,7 @@
 #include "data/line_reader.h"
 #include "pipeline/row_batches.h"
 #include "pipeline/stream_scheduler.h"
+#include "process/cache_key.h"
 #include "process/engine_factory.h"
 #include "process/model_ref.h"
 #include "pipeline/row_transform.h"
@@ -256,8 +257,10 @@ class ProgressReporter {
       line += " rows";
     }
     line += ", " + FormatDouble(rps) + " rows/s";
-    if (totals_->completion_tokens > 0 && secs > 0)
-      line += ", " + FormatDouble(RoundTo(static_cast<double>(totals_->completion_tokens) / secs, 1)) + " tok/s";
+    int64_t generated = totals_->completion_tokens - totals_->cached_completion_tokens;  // cache hits cost nothing
+    if (generated > 0 && secs > 0)
+      line += ", " + FormatDouble(RoundTo(static_cast<double>(generated) / secs, 1)) + " tok/s";
+    if (totals_->cached_generations > 0) line += ", " + std::to_string(totals_->cached_generations.load()) + " cached";
     line += ", " + std::to_string(v.Find("rows_failed")->as_int()) + " failed";
     if (total > done && rps > 0) {
       int64_t eta = static_cast<int64_t>(static_cast<double>(total - done) / rps);
@@ -361,7 +364,9 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
                            : opt.progress_on_terminal ? ProgressReporter::Display::kTerminal
                                                       : ProgressReporter::Display::kLog));
 
-  // Model outputs: load the engines (counted as model load time).
+  // Model outputs: load the engines (counted as model load time), then open the generation cache (declared
+  // first: it outlives the generator's last generation).
+  std::unique_ptr<cache::GenerationCache> gen_cache;
   std::unique_ptr<process::OutputGenerator> generator;
   if (!config.processing.outputs.empty()) {
     std::vector<std::string> warnings;
@@ -372,6 +377,8 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     for (const auto& w : warnings) LOG_WARN(w);
     if (!g.ok()) return fail(g.status());
     generator = std::move(*g);
+    gen_cache = process::OpenGenerationCache(env, config);
+    generator->EnableCache(gen_cache.get());
     LOG_INFO("Model loaded in " << FormatDouble(RoundTo(generator->LoadSeconds(), 3)) << " s ("
                                 << generator->Capacity() << " parallel sequences)");
   }
@@ -472,8 +479,20 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     // GPUs the engine really used (0 on CPU: per-GPU rates are then null, not divided by a GPU that was idle).
     stats.num_gpus = generator->NumGpus();
     if (generator->LoadSeconds() > 0) stats.model_load_seconds = RoundTo(generator->LoadSeconds(), 3);
-    if (totals.prompt_tokens > 0) stats.input_tokens = totals.prompt_tokens;
-    if (totals.completion_tokens > 0) stats.output_tokens = totals.completion_tokens;
+    // Generated tokens only: what the cache answered costs no inference time (counted apart).
+    int64_t in = totals.prompt_tokens - totals.cached_prompt_tokens;
+    int64_t out = totals.completion_tokens - totals.cached_completion_tokens;
+    if (in > 0) stats.input_tokens = in;
+    if (out > 0) stats.output_tokens = out;
+    if (gen_cache) {
+      stats.cached_generations = totals.cached_generations;
+      stats.cached_output_tokens = totals.cached_completion_tokens;
+      Status cs = gen_cache->Close();
+      if (!cs.ok()) LOG_WARN(cs.message());
+      if (totals.cached_generations > 0)
+        LOG_INFO("Generation cache: " << totals.cached_generations.load() << " of " << totals.generations.load()
+                                      << " generations answered from " << config.execution.cache_dir);
+    }
     stats.prompt_tokens_reused = generator->Counters().prompt_tokens_reused;
   }
   auto inf = stats.InferenceRuntime();

@@ -16,6 +16,10 @@
 #include "config/config.h"
 #include "engine/engine.h"
 
+namespace mmirage::cache {
+class GenerationCache;
+}  // namespace mmirage::cache
+
 namespace mmirage::process {
 
 struct GenerateResult {
@@ -24,6 +28,10 @@ struct GenerateResult {
   int64_t prompt_tokens = 0;      // summed over attempts
   int64_t completion_tokens = 0;
   int attempts = 0;
+  // Attempts answered by the generation cache (their tokens are included above, and counted here too).
+  int cached_generations = 0;
+  int64_t cached_prompt_tokens = 0;
+  int64_t cached_completion_tokens = 0;
 };
 
 // Makes the engine of an `llm` processor (injectable for tests). Appends warnings.
@@ -46,6 +54,11 @@ class OutputGenerator {
   void Generate(size_t output_index, std::string prompt, const Value& vars,
                 std::function<void(GenerateResult)> done);
 
+  // Looks deterministic requests up in `cache` (borrowed; must outlive this generator's generations) before the
+  // engine, and stores what the engine generates. Computes each processor's model identity (process/cache_key.h);
+  // a processor whose identity cannot be computed runs uncached, with a warning. Call before Generate.
+  void EnableCache(cache::GenerationCache* cache);
+
   int Capacity() const;           // sum of the engines' parallel slots
   double LoadSeconds() const;     // sum of the engines' load times
   int NumGpus() const;            // max over engines
@@ -57,10 +70,12 @@ class OutputGenerator {
   struct Attempt;
   explicit OutputGenerator(const config::Config* config);
   void Submit(std::shared_ptr<Attempt> attempt);
+  void OnCompletion(const std::shared_ptr<Attempt>& attempt, engine::Completion c, bool cached);
 
   const config::Config* config_;
   std::map<std::string, std::unique_ptr<engine::Engine>> engines_;  // by processor type
   std::vector<std::unique_ptr<Route>> routes_;                     // by output index
+  cache::GenerationCache* cache_ = nullptr;
 };
 
 }  // namespace mmirage::process

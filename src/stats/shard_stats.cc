@@ -66,6 +66,8 @@ Value ShardStats::ToValue() const {
   v.Set("tokens_per_sec", total_rate ? Value(RoundTo(static_cast<double>(*output_tokens) / *inf, 2)) : Value());
   v.Set("cpu_util_mean", OptD(cpu_util_mean));
   v.Set("machine_cpu_util_mean", OptD(machine_cpu_util_mean));
+  if (cached_generations) v.Set("cached_generations", *cached_generations);
+  if (cached_output_tokens) v.Set("cached_output_tokens", *cached_output_tokens);
   return v;
 }
 
@@ -78,6 +80,8 @@ ShardStats ShardStats::FromValue(const Value& v) {
   s.gpu_util_min = GetD(v, "gpu_util_min");
   s.gpu_util_max = GetD(v, "gpu_util_max");
   s.gpu_util_samples = GetI(v, "gpu_util_samples").value_or(0);
+  s.cached_generations = GetI(v, "cached_generations");
+  s.cached_output_tokens = GetI(v, "cached_output_tokens");
   s.input_tokens = GetI(v, "input_tokens");
   s.output_tokens = GetI(v, "output_tokens");
   s.num_gpus = GetI(v, "num_gpus");

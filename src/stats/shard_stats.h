@@ -25,6 +25,9 @@ struct ShardStats {
   // Extensions from the utilisation poller (stats/utilization.h): this process's CPU use in percent of one core
   // (as `top`; above 100 with several busy threads) and the whole machine's CPU use in percent of all cores.
   std::optional<double> cpu_util_mean, machine_cpu_util_mean;
+  // Extensions from the generation cache: generations answered by it and their output tokens. input_tokens and
+  // output_tokens (and every rate) count generated tokens only. Serialised only when set.
+  std::optional<int64_t> cached_generations, cached_output_tokens;
 
   // The object with derived values, keys in the spec's order (§1.3).
   Value ToValue() const;
