@@ -27,6 +27,7 @@ struct OutputGenerator::Attempt {
   std::function<void(GenerateResult)> done;
   GenerateResult result;
   std::string cache_key;  // of the request in flight; empty when it bypasses the cache
+  bool cacheable = false;  // the first request was deterministic (retries of a sampled one bypass the cache too)
 };
 
 namespace {
@@ -86,6 +87,7 @@ void OutputGenerator::Generate(size_t output_index, std::string prompt, const Va
   a->request = a->route->base;
   a->request.prompt = std::move(prompt);
   a->done = std::move(done);
+  a->cacheable = cache_ != nullptr && !a->route->model_identity.empty() && IsDeterministic(a->request.sampling);
   Submit(std::move(a));
 }
 
@@ -113,7 +115,7 @@ void OutputGenerator::EnableCache(cache::GenerationCache* cache) {
 void OutputGenerator::Submit(std::shared_ptr<Attempt> a) {
   ++a->result.attempts;
   a->cache_key.clear();
-  if (cache_ != nullptr && !a->route->model_identity.empty() && IsDeterministic(a->request.sampling)) {
+  if (a->cacheable) {
     a->cache_key = RequestKey(a->route->model_identity, a->request);
     if (std::optional<cache::CacheEntry> hit = cache_->Lookup(a->cache_key)) {
       engine::Completion c;

@@ -19,6 +19,7 @@ struct Knobs {
   std::string execution;             // execution_params body
   std::string loading_extra;
   int parallel = 4;
+  bool judge = true;                 // the second output (its prompt contains the first's output)
 };
 
 std::string Config(const TempDir& d, const Knobs& k) {
@@ -37,12 +38,14 @@ std::string Config(const TempDir& d, const Knobs& k) {
          "  outputs:\n"
          "    - name: summary\n"
          "      type: llm\n"
-         "      prompt: \"" + k.summary_prompt + "\"\n"
-         "    - name: judge\n"
-         "      type: llm\n"
-         "      output_type: JSON\n"
-         "      output_schema: {score: {type: int, min: 0, max: 3}}\n"
-         "      prompt: \"Rate: {{ summary }}\"\n" + k.extra_output +
+         "      prompt: \"" + k.summary_prompt + "\"\n" +
+         (k.judge ? "    - name: judge\n"
+                    "      type: llm\n"
+                    "      output_type: JSON\n"
+                    "      output_schema: {score: {type: int, min: 0, max: 3}}\n"
+                    "      prompt: \"Rate: {{ summary }}\"\n"
+                  : "") +
+         k.extra_output +
          "  remove_columns: true\n"
          "  output_schema:\n"
          "    id: \"{{ id }}\"\n"
@@ -58,7 +61,7 @@ struct RunFacts {
   std::map<int64_t, std::string> summaries;  // id → summary
 };
 
-RunFacts Run(const TempDir& d, const Knobs& k, int num_shards = 1) {
+RunFacts RunCfg(const TempDir& d, const Knobs& k, int num_shards = 1) {
   RunFacts f;
   std::string cfg = d.Path("cfg-" + k.name + ".yaml");
   WriteFile(cfg, Config(d, k));
@@ -102,7 +105,7 @@ class CacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_FALSE(SharedTinyModel().empty()) << "cannot generate the synthetic model with " << MakeTestModelTool();
-    WriteFile(d_.Path("data.jsonl"), Rows(30));
+    WriteFile(d_.Path("data.jsonl"), Rows(24));
     base_.model = SharedTinyModel();
   }
   TempDir d_;
@@ -110,14 +113,15 @@ class CacheTest : public ::testing::Test {
 };
 
 TEST_F(CacheTest, AnOutputSchemaEditRerunsWithZeroRegenerations) {
-  RunFacts first = Run(d_, base_);
-  EXPECT_EQ(first.cached, 0);
+  RunFacts first = RunCfg(d_, base_);
   EXPECT_GT(first.generations, 0);
-  EXPECT_EQ(first.stats.Find("cached_generations")->as_int(), 0);
+  // A first run hits only requests repeated inside it (identical summaries give identical judge prompts).
+  EXPECT_LT(first.cached, first.generations / 4);
+  EXPECT_EQ(first.stats.Find("cached_generations")->as_int(), first.cached);
   Knobs k = base_;
   k.name = "edited";
   k.schema_extra = "    judged: \"{{ judge.score }}\"\n";
-  RunFacts second = Run(d_, k);
+  RunFacts second = RunCfg(d_, k);
   EXPECT_EQ(second.generations, first.generations);
   EXPECT_EQ(second.cached, second.generations);  // zero regenerations
   EXPECT_EQ(second.summaries, first.summaries);
@@ -128,37 +132,50 @@ TEST_F(CacheTest, AnOutputSchemaEditRerunsWithZeroRegenerations) {
 }
 
 TEST_F(CacheTest, AddingAnOutputAfterAnExistingOneGeneratesOnlyTheNewOne) {
-  RunFacts first = Run(d_, base_);
+  RunFacts first = RunCfg(d_, base_);
   Knobs k = base_;
   k.name = "more";
   k.extra_output = "    - name: title\n      type: llm\n      prompt: \"Title for: {{ summary }}\"\n";
   k.schema_extra = "    title: \"{{ title }}\"\n";
-  RunFacts second = Run(d_, k);
-  EXPECT_EQ(second.cached, first.generations);  // every earlier generation came from the cache
-  EXPECT_EQ(second.generations - second.cached, second.rows);  // one new generation per row: the title
+  RunFacts second = RunCfg(d_, k);
+  EXPECT_GE(second.cached, first.generations);  // every earlier generation came from the cache
+  EXPECT_GT(second.generations - second.cached, 0);
+  EXPECT_LE(second.generations - second.cached, second.rows);  // at most one new generation per row: the title
   EXPECT_EQ(second.summaries, first.summaries);
 }
 
+// A miss means no hit across runs: as many hits as the same config gets on an empty cache (only the requests
+// repeated inside the run).
+void ExpectNoHitFromEarlierRuns(const TempDir& d, Knobs k) {
+  RunFacts shared = RunCfg(d, k);
+  k.name += "-fresh";
+  k.execution = "  cache_dir: " + d.Path("fresh-" + k.name) + "\n";
+  RunFacts fresh = RunCfg(d, k);
+  EXPECT_EQ(shared.cached, fresh.cached) << k.name;
+  EXPECT_LT(shared.cached, shared.generations / 4) << k.name;
+}
+
 TEST_F(CacheTest, AChangedPromptSamplingParameterOrModelMisses) {
-  RunFacts first = Run(d_, base_);
+  RunFacts first = RunCfg(d_, base_);
   ASSERT_GT(first.generations, 0);
   Knobs prompt = base_;
   prompt.name = "prompt";
   prompt.summary_prompt = "Summarize: {{ text }}";
-  EXPECT_EQ(Run(d_, prompt).cached, 0);  // summary misses; judge's prompt contains the new summary
+  prompt.judge = false;  // a judge prompt may legitimately repeat an earlier one when a new summary equals an old
+  ExpectNoHitFromEarlierRuns(d_, prompt);
   Knobs sampling = base_;
   sampling.name = "sampling";
   sampling.sampling = "temperature: 0, max_new_tokens: 15";
-  EXPECT_EQ(Run(d_, sampling).cached, 0);
+  ExpectNoHitFromEarlierRuns(d_, sampling);
   std::string other = d_.Path("other.gguf");
   ASSERT_TRUE(MakeTinyModel(other, 11));
   Knobs model = base_;
   model.name = "model";
   model.model = other;
-  EXPECT_EQ(Run(d_, model).cached, 0);
-  Knobs same = base_;  // and the unchanged config still hits
+  ExpectNoHitFromEarlierRuns(d_, model);
+  Knobs same = base_;  // and the unchanged config still hits everything
   same.name = "same";
-  RunFacts again = Run(d_, same);
+  RunFacts again = RunCfg(d_, same);
   EXPECT_EQ(again.cached, again.generations);
 }
 
@@ -166,29 +183,29 @@ TEST_F(CacheTest, SampledOutputsWithoutASeedBypassTheCacheAndSeededOnesUseIt) {
   Knobs k = base_;
   k.sampling = "temperature: 0.9, max_new_tokens: 8";
   k.name = "sampled1";
-  Run(d_, k);
+  RunCfg(d_, k);
   k.name = "sampled2";
-  RunFacts f = Run(d_, k);
+  RunFacts f = RunCfg(d_, k);
   EXPECT_EQ(f.cached, 0);
   k.sampling = "temperature: 0.9, seed: 5, max_new_tokens: 8";
   k.name = "seeded1";
-  Run(d_, k);
+  RunCfg(d_, k);
   k.name = "seeded2";
-  f = Run(d_, k);
+  f = RunCfg(d_, k);
   EXPECT_EQ(f.cached, f.generations);
 }
 
 TEST_F(CacheTest, CacheOffNeitherReadsNorWrites) {
   Knobs k = base_;
   k.execution = "  cache: off\n";
-  Run(d_, k);
+  RunCfg(d_, k);
   EXPECT_FALSE(Exists(d_.Path("generation_cache")));
   Knobs rw = base_;
   rw.name = "rw";
-  Run(d_, rw);
+  RunCfg(d_, rw);
   ASSERT_TRUE(Exists(d_.Path("generation_cache")));
   k.name = "off2";
-  RunFacts f = Run(d_, k);
+  RunFacts f = RunCfg(d_, k);
   EXPECT_EQ(f.cached, 0);
   EXPECT_TRUE(f.stats.Find("cached_generations") == nullptr);
 }
@@ -196,7 +213,7 @@ TEST_F(CacheTest, CacheOffNeitherReadsNorWrites) {
 TEST_F(CacheTest, ReadModeUsesButNeverWritesTheCache) {
   Knobs k = base_;
   k.execution = "  cache: read\n  cache_dir: " + d_.Path("ro_cache") + "\n";
-  Run(d_, k);
+  RunCfg(d_, k);
   EXPECT_FALSE(Exists(d_.Path("ro_cache")));
 }
 
@@ -205,14 +222,14 @@ TEST_F(CacheTest, FourConcurrentShardWorkersWriteOneCache) {
   k.parallel = 2;
   k.loading_extra = "  num_shards: 4\n";
   k.execution = "  retry: true\n  local_workers: 4\n";
-  RunFacts first = Run(d_, k, 4);
+  RunFacts first = RunCfg(d_, k, 4);
   EXPECT_EQ(first.cached, 0);
   EXPECT_EQ(first.rows + 0, first.rows);
   auto files = RunCommand("ls " + d_.Path("generation_cache") + " | grep -c '^gen-'");
   EXPECT_EQ(files.out, "4\n") << files.out;  // one sealed file per shard process
   k.name = "again";
   k.schema_extra = "    n: \"{{ id + 1 }}\"\n";
-  RunFacts second = Run(d_, k, 4);
+  RunFacts second = RunCfg(d_, k, 4);
   EXPECT_EQ(second.cached, second.generations);
   EXPECT_EQ(second.generations, first.generations);
   EXPECT_EQ(second.summaries, first.summaries);
@@ -227,7 +244,7 @@ TEST_F(CacheTest, FourConcurrentShardWorkersWriteOneCache) {
 TEST_F(CacheTest, ADamagedCacheFileIsIgnoredWithAWarningNeverAWrongAnswer) {
   Knobs k = base_;
   k.parallel = 1;  // one sequence: regenerations are bitwise reproducible, so answers can be compared
-  RunFacts first = Run(d_, k);
+  RunFacts first = RunCfg(d_, k);
   auto ls = RunCommand("ls " + d_.Path("generation_cache") + "/gen-*");
   ASSERT_EQ(ls.exit_code, 0);
   std::string file = ls.out.substr(0, ls.out.find('\n'));
@@ -237,14 +254,14 @@ TEST_F(CacheTest, ADamagedCacheFileIsIgnoredWithAWarningNeverAWrongAnswer) {
   for (size_t i = bytes.size() / 2; i < bytes.size(); i += 97) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
   WriteFile(file, bytes);
   k.name = "after";
-  RunFacts second = Run(d_, k);
+  RunFacts second = RunCfg(d_, k);
   EXPECT_NE(second.err.find("generation cache"), std::string::npos) << second.err;
   EXPECT_LT(second.cached, second.generations);
   EXPECT_EQ(second.summaries, first.summaries);  // what was regenerated or read equals the original answers
   // A file that is not SQLite at all: ignored too.
   WriteFile(file, "garbage");
   k.name = "garbage";
-  RunFacts third = Run(d_, k);
+  RunFacts third = RunCfg(d_, k);
   EXPECT_NE(third.err.find("not a readable generation cache file"), std::string::npos) << third.err;
   EXPECT_EQ(third.summaries, first.summaries);
 }
