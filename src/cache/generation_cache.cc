@@ -146,6 +146,15 @@ ReadResult ReadEntry(sqlite3_stmt* get, const std::string& key, CacheEntry* out)
   return stored == Checksum(key, *out) ? ReadResult::kFound : ReadResult::kBad;
 }
 
+// Adds the time of a scope to a counter.
+struct BusyTimer {
+  Env* env;
+  std::atomic<int64_t>* sink;
+  uint64_t start;
+  BusyTimer(Env* e, std::atomic<int64_t>* s) : env(e), sink(s), start(e->MonotonicMicros()) {}
+  ~BusyTimer() { *sink += static_cast<int64_t>(env->MonotonicMicros() - start); }
+};
+
 struct SealedFile {
   std::string path;
   sqlite3* db = nullptr;
@@ -365,6 +374,7 @@ Result<std::unique_ptr<GenerationCache>> GenerationCache::Open(const CacheOption
   rep->opt = options;
   rep->env = options.env ? options.env : Env::Default();
   Env* env = rep->env;
+  const uint64_t start_us = env->MonotonicMicros();
   if (options.mode == CacheMode::kReadWrite) {
     Status s = env->CreateDirs(options.dir);
     if (!s.ok()) return s.WithContext("generation cache: cannot create " + options.dir);
@@ -382,11 +392,14 @@ Result<std::unique_ptr<GenerationCache>> GenerationCache::Open(const CacheOption
   }
   rep->LoadSealed(names);
   if (options.mode == CacheMode::kReadWrite) MMIRAGE_TRY(rep->CreateWriter());
-  return std::unique_ptr<GenerationCache>(new GenerationCache(std::move(rep)));
+  std::unique_ptr<GenerationCache> c(new GenerationCache(std::move(rep)));
+  c->counters_.busy_us += static_cast<int64_t>(env->MonotonicMicros() - start_us);
+  return c;
 }
 
 std::optional<CacheEntry> GenerationCache::Lookup(const std::string& key) {
   Rep& r = *rep_;
+  BusyTimer t(r.env, &counters_.busy_us);
   std::lock_guard<std::mutex> l(r.mu);
   if (key.size() < kIndexKeyBytes) return std::nullopt;
   auto it = r.index.find(key.substr(0, kIndexKeyBytes));
@@ -428,6 +441,7 @@ std::optional<CacheEntry> GenerationCache::Lookup(const std::string& key) {
 
 void GenerationCache::Insert(const std::string& key, const CacheEntry& entry) {
   Rep& r = *rep_;
+  BusyTimer t(r.env, &counters_.busy_us);
   std::lock_guard<std::mutex> l(r.mu);
   if (r.wdb == nullptr || r.write_failed || r.closed || key.size() < kIndexKeyBytes) return;
   r.pending[key] = entry;
@@ -438,6 +452,7 @@ void GenerationCache::Insert(const std::string& key, const CacheEntry& entry) {
 
 Status GenerationCache::Close() {
   Rep& r = *rep_;
+  BusyTimer t(r.env, &counters_.busy_us);
   std::lock_guard<std::mutex> l(r.mu);
   if (r.closed) return Status::OK();
   r.closed = true;

@@ -52,6 +52,7 @@ struct CacheEntry {
 
 struct CacheCounters {
   std::atomic<int64_t> hits{0}, misses{0}, inserts{0}, bad_entries{0};
+  std::atomic<int64_t> busy_us{0};  // time spent inside Open, Lookup, Insert (with its writes) and Close
 };
 
 class GenerationCache {

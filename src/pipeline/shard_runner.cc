@@ -489,9 +489,12 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
       stats.cached_output_tokens = totals.cached_completion_tokens;
       Status cs = gen_cache->Close();
       if (!cs.ok()) LOG_WARN(cs.message());
-      if (totals.cached_generations > 0)
-        LOG_INFO("Generation cache: " << totals.cached_generations.load() << " of " << totals.generations.load()
-                                      << " generations answered from " << config.execution.cache_dir);
+      const cache::CacheCounters& cc = gen_cache->counters();
+      double cache_s = static_cast<double>(cc.busy_us) / 1e6 + generator->CacheKeySeconds();
+      LOG_INFO("Generation cache: " << totals.cached_generations.load() << " of " << totals.generations.load()
+                                    << " generations answered from " << config.execution.cache_dir << " ("
+                                    << cc.inserts.load() << " stored, " << FormatDouble(RoundTo(cache_s, 4))
+                                    << " s spent on the cache)");
     }
     stats.prompt_tokens_reused = generator->Counters().prompt_tokens_reused;
   }

@@ -94,6 +94,7 @@ void OutputGenerator::Generate(size_t output_index, std::string prompt, const Va
 void OutputGenerator::EnableCache(cache::GenerationCache* cache) {
   cache_ = cache;
   if (cache == nullptr) return;
+  const uint64_t start_us = Env::Default()->MonotonicMicros();
   std::map<const config::Processor*, std::string> identities;
   for (auto& r : routes_) {
     const config::Processor* p = config_->FindProcessor(r->output->type);
@@ -110,13 +111,18 @@ void OutputGenerator::EnableCache(cache::GenerationCache* cache) {
     }
     r->model_identity = identities[p];
   }
+  cache_key_us_ += static_cast<int64_t>(Env::Default()->MonotonicMicros() - start_us);
 }
+
+double OutputGenerator::CacheKeySeconds() const { return static_cast<double>(cache_key_us_.load()) / 1e6; }
 
 void OutputGenerator::Submit(std::shared_ptr<Attempt> a) {
   ++a->result.attempts;
   a->cache_key.clear();
   if (a->cacheable) {
+    const uint64_t start_us = Env::Default()->MonotonicMicros();
     a->cache_key = RequestKey(a->route->model_identity, a->request);
+    cache_key_us_ += static_cast<int64_t>(Env::Default()->MonotonicMicros() - start_us);
     if (std::optional<cache::CacheEntry> hit = cache_->Lookup(a->cache_key)) {
       engine::Completion c;
       c.text = std::move(hit->text);

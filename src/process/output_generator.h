@@ -7,6 +7,7 @@
 // Thread-safety: Generate may be called from any thread; `done` runs on an engine thread and must be quick.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -58,6 +59,8 @@ class OutputGenerator {
   // engine, and stores what the engine generates. Computes each processor's model identity (process/cache_key.h);
   // a processor whose identity cannot be computed runs uncached, with a warning. Call before Generate.
   void EnableCache(cache::GenerationCache* cache);
+  // Seconds spent on the cache's behalf outside the cache itself: model identities and request keys.
+  double CacheKeySeconds() const;
 
   int Capacity() const;           // sum of the engines' parallel slots
   double LoadSeconds() const;     // sum of the engines' load times
@@ -76,6 +79,7 @@ class OutputGenerator {
   std::map<std::string, std::unique_ptr<engine::Engine>> engines_;  // by processor type
   std::vector<std::unique_ptr<Route>> routes_;                     // by output index
   cache::GenerationCache* cache_ = nullptr;
+  std::atomic<int64_t> cache_key_us_{0};
 };
 
 }  // namespace mmirage::process
