@@ -28,7 +28,8 @@ struct ProcessedBatch {
   };
   std::vector<Failure> failures;
   // Token usage of rows that called a model, one JSON line per row in row order:
-  // {"row_index", "prompt_tokens", "completion_tokens", "generations"} (failed rows included: they cost tokens too).
+  // {"row_index", "prompt_tokens", "completion_tokens", "generations", "cached_generations"} (failed rows included:
+  // they cost tokens too).
   std::string usage;
 };
 

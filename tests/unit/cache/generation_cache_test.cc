@@ -45,7 +45,7 @@ std::vector<std::string> Files(const std::string& dir, const std::string& prefix
   auto names = Env::Default()->GetChildren(dir);
   if (names.ok())
     for (const auto& n : *names)
-      if (n.rfind(prefix, 0) == 0) out.push_back(n);
+      if (n.rfind(prefix, 0) == 0 && n.size() > 7 && n.compare(n.size() - 7, 7, ".sqlite") == 0) out.push_back(n);
   return out;
 }
 
