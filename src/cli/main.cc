@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   reg(RegisterQuery(&app), "query");
   reg(RegisterEstimate(&app), "estimate");
   reg(RegisterCache(&app), "cache");
+  reg(RegisterCat(&app), "cat");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

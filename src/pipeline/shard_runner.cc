@@ -16,6 +16,8 @@
 #include "data/dataset.h"
 #include "data/json.h"
 #include "data/line_reader.h"
+#include "data/output_reader.h"
+#include "data/hf_writer.h"
 #include "pipeline/row_batches.h"
 #include "pipeline/stream_scheduler.h"
 #include "process/cache_key.h"
@@ -42,7 +44,7 @@ struct DatasetPlan {
 Result<DatasetPlan> PlanDataset(Env* env, const config::DatasetConfig& dc, int64_t num_shards, int64_t shard_id) {
   DatasetPlan plan;
   plan.config = &dc;
-  auto parts = ResolveDatasetParts(env, dc.path, dc.splits);
+  auto parts = ResolveDatasetParts(env, dc.type, dc.path, dc.splits);
   if (!parts.ok()) return parts.status().WithContext(dc.loc.ToString() + ": dataset");
   plan.parts = std::move(*parts);
   for (const auto& part : plan.parts) {
@@ -63,6 +65,14 @@ struct Progress {
   std::atomic<int64_t> rows_total{-1};  // -1: unknown (a single-shard run does not count rows first)
 };
 
+// RowInfo::sample_index = row_index + this: the row's position among the shard's rows of the dataset (parts in
+// order), stable across resumes and retries.
+int64_t SampleOffset(const DatasetPlan& plan, size_t part) {
+  int64_t before = 0;
+  for (size_t i = 0; i < part; ++i) before += static_cast<int64_t>(plan.ranges[i].size());
+  return before - static_cast<int64_t>(plan.ranges[part].begin);
+}
+
 // Streams one dataset's shard through the row stages into `writer`, committing every `commit_every_rows` rows or
 // `commit_interval_seconds`. Parts resume where the writer's journal says. Returns a fatal error only
 // (kUnavailable "interrupted" after a stop request: what is committed stays resumable).
@@ -70,9 +80,14 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
                       process::OutputGenerator* generator, ShardWriter* writer, StreamTotals* totals,
                       Progress* progress) {
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
+  transform.set_tag_bytes(plan.config->output_format != "jsonl");
+  transform.set_cast_images(config.processing.cast_images && plan.config->output_format != "jsonl");
   const auto& ex = config.execution;
-  const int64_t commit_every_rows =
-      ex.commit_every_rows.value_or(config.processing.outputs.empty() ? 1000000 : 256);
+  // Rows that only ran custom functions are bounded by the time-based commit like model-free rows: an fsync every
+  // 256 fast function calls would cost more than the calls.
+  bool only_custom = true;
+  for (const auto& o : config.processing.outputs) only_custom = only_custom && o.type == "custom";
+  const int64_t commit_every_rows = ex.commit_every_rows.value_or(only_custom ? 1000000 : 256);
   uint64_t last_commit_us = env->MonotonicMicros();
   int64_t uncommitted = 0;
   for (size_t p = 0; p < plan.parts.size(); ++p) {
@@ -82,6 +97,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
     auto sink = [&](ProcessedBatch& batch) -> Status {
       MMIRAGE_TRY(writer->AddSerialized(p, batch.lines, batch.rows));
       for (const auto& f : batch.failures) MMIRAGE_TRY(writer->AddError(p, f.row_index, f.source, f.error));
+      for (const auto& w : batch.warnings) MMIRAGE_TRY(writer->AddWarning(p, w.row_index, w.source, w.error));
       MMIRAGE_TRY(writer->AddUsage(batch.usage));
       uint64_t handled = static_cast<uint64_t>(batch.rows) + batch.failures.size();
       writer->Advance(p, handled);
@@ -106,6 +122,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
       so.window = std::max<size_t>(static_cast<size_t>(config.loading.batch_size),
                                    static_cast<size_t>(4 * generator->Capacity()));
       so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
+      so.sample_offset = SampleOffset(plan, p);
       MMIRAGE_TRY(RunStreaming(&stream, transform, generator, so, sink, totals));
     }
   }
@@ -128,6 +145,10 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
       auto e = ParseJson(line);
       const Value* idx = e.ok() ? e->Find("row_index") : nullptr;
       if (idx == nullptr || !idx->is_int()) return Status::Corruption(published_dir + "/errors.jsonl: bad line");
+      if (const Value* level = e->Find("level"); level && level->is_string() && level->as_string() == "warning") {
+        MMIRAGE_TRY(writer->AddWarningLine(line));  // a row that was written: kept, not redone
+        continue;
+      }
       const Value* split = e->Find("split");
       failed[split && split->is_string() ? split->as_string() : ""].push_back(static_cast<uint64_t>(idx->as_int()));
     }
@@ -137,6 +158,8 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
     MMIRAGE_TRY(writer->AddUsage(*usage));
   }
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
+  transform.set_tag_bytes(plan.config->output_format != "jsonl");
+  transform.set_cast_images(config.processing.cast_images && plan.config->output_format != "jsonl");
   for (size_t p = 0; p < plan.parts.size(); ++p) {
     std::vector<uint64_t>& f = failed[plan.parts[p].split];
     std::sort(f.begin(), f.end());
@@ -149,6 +172,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
       size_t pos = 0;
       auto sink = [&](ProcessedBatch& b) -> Status {
         MMIRAGE_TRY(writer->AddUsage(b.usage));
+        for (const auto& w : b.warnings) MMIRAGE_TRY(writer->AddWarning(p, w.row_index, w.source, w.error));
         std::set<uint64_t> failed_now;
         for (auto& x : b.failures) {
           failed_now.insert(x.row_index);
@@ -170,13 +194,14 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
       } else {
         StreamOptions so;
         so.window = static_cast<size_t>(4 * generator->Capacity());
+        so.sample_offset = SampleOffset(plan, p);
         MMIRAGE_TRY(RunStreaming(&stream, transform, generator, so, sink, totals));
       }
     }
     // (b) Merge with the published rows, in input order.
     const std::string& split = plan.parts[p].split;
-    std::string old_path = JoinPath(split.empty() ? published_dir : JoinPath(published_dir, split), "data.jsonl");
-    MMIRAGE_ASSIGN_OR_RETURN(auto old, LineReader::Open(env, old_path));
+    std::string old_dir = split.empty() ? published_dir : JoinPath(published_dir, split);
+    MMIRAGE_ASSIGN_OR_RETURN(auto old, OpenOutputRows(env, old_dir));
     size_t fpos = 0;
     std::string buf;
     for (uint64_t i = plan.ranges[p].begin;; ++i) {
@@ -189,11 +214,9 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
           ++progress->rows_failed;
         }
       } else {
-        std::string_view line;
-        MMIRAGE_ASSIGN_OR_RETURN(bool more, old->Next(&line));
+        buf.clear();
+        MMIRAGE_ASSIGN_OR_RETURN(bool more, old->NextJournalLine(&buf));
         if (!more) break;
-        buf.assign(line);
-        buf.push_back('\n');
         MMIRAGE_TRY(writer->AddSerialized(p, buf, 1));
       }
       writer->Advance(p, 1);
@@ -322,6 +345,7 @@ Value DatasetsInfo(const config::Config& config) {
 
 Status CheckRunnable(const config::Config& config) {
   for (const auto& o : config.processing.outputs) {
+    if (o.type == "custom" || o.type == "image_gen") continue;  // checked when the processor starts
     if (o.type != "llm") {
       return Status::InvalidArgument(o.loc.ToString() + ": output '" + o.name + "' needs the '" + o.type +
                                      "' processor, which this build cannot run yet (use `mmirage preview` to "
@@ -415,6 +439,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     std::vector<std::string> splits;
     for (const auto& part : plan->parts) splits.push_back(part.split);
     ShardWriterOptions wo{dc.output_dir, opt.shard_id, splits, fingerprint};
+    wo.output_format = *ParseOutputFormat(dc.output_format);  // validated by the config loader
     auto writer = ShardWriter::Open(env, wo);
     if (!writer.ok()) return fail(writer.status().WithContext("cannot open the shard output"));
     if ((*writer)->resumed()) {

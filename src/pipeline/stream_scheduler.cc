@@ -23,6 +23,7 @@ struct RowState {
   int64_t completion_tokens = 0;
   int64_t generations = 0;
   int64_t cached_generations = 0;  // of `generations`, answered by the generation cache
+  std::vector<std::string> warnings;  // caveats of successful generations (errors.jsonl warnings)
 };
 
 // A finished row: its serialised line, or its failure.
@@ -31,6 +32,7 @@ struct Finished {
   std::string line;
   ProcessedBatch::Failure failure;
   std::string usage;  // the row's usage line ("" when it made no generation)
+  std::vector<ProcessedBatch::Failure> warnings;
 };
 
 std::string UsageLine(const RowState& st) {
@@ -82,6 +84,7 @@ class Scheduler {
         events.swap(events_);
       }
       for (auto& e : events) OnGenerated(e.seq, std::move(e.result));
+      if (!fatal_.ok()) return fatal_;  // e.g. a custom processor's tripped circuit breaker: the shard fails
     }
     MMIRAGE_TRY(Flush(true));
     return stop_deadline ? Status::Unavailable("interrupted") : Status::OK();
@@ -111,7 +114,7 @@ class Scheduler {
       RowState st;
       st.row_index = raw.index;
       st.source = *raw.file + ":" + std::to_string(raw.line);
-      auto row = ParseJson(raw.text);
+      Result<Value> row = raw.value != nullptr ? Result<Value>(std::move(*raw.value)) : ParseJson(raw.text);
       if (!row.ok()) {
         Fail(seq, st, RowError{Stage::kRead, row.status().message()});
         continue;
@@ -145,7 +148,8 @@ class Scheduler {
         ++pending_;
       }
       ++totals_->generations;
-      gen_->Generate(k, std::move(prompt.value), active_[seq].vars, [this, seq](process::GenerateResult r) {
+      process::RowInfo info{st_row_index(seq), static_cast<int64_t>(st_row_index(seq)) + options_.sample_offset};
+      gen_->Generate(k, std::move(prompt.value), active_[seq].vars, info, [this, seq](process::GenerateResult r) {
         std::lock_guard<std::mutex> l(mu_);
         events_.push_back(Event{seq, std::move(r)});
         cv_.notify_one();
@@ -157,9 +161,13 @@ class Scheduler {
     if (!out.ok) return Fail(seq, st, out.error);
     f.line.push_back('\n');
     f.usage = UsageLine(st);
+    for (auto& w : st.warnings)
+      f.warnings.push_back(ProcessedBatch::Failure{st.row_index, st.source, RowError{Stage::kGenerate, std::move(w)}});
     finished_.emplace(seq, std::move(f));
     active_.erase(seq);
   }
+
+  uint64_t st_row_index(uint64_t seq) const { return active_.at(seq).row_index; }
 
   void OnGenerated(uint64_t seq, process::GenerateResult r) {
     {
@@ -179,6 +187,12 @@ class Scheduler {
     st.completion_tokens += r.completion_tokens;
     st.generations += r.attempts;
     st.cached_generations += r.cached_generations;
+    if (r.fatal && !r.status.ok()) {
+      if (fatal_.ok()) fatal_ = r.status.WithContext(st.source);
+      return;
+    }
+    for (auto& w : r.warnings)
+      st.warnings.push_back("output '" + transform_.outputs()[st.next_output].name + "': " + std::move(w));
     if (!r.status.ok()) return Fail(seq, st, RowError{Stage::kGenerate, r.status.message()});
     st.vars.Set(transform_.outputs()[st.next_output].name, std::move(r.value));
     ++st.next_output;
@@ -209,6 +223,7 @@ class Scheduler {
         if (it->second.ok) {
           b.lines += it->second.line;
           ++b.rows;
+          for (auto& w : it->second.warnings) b.warnings.push_back(std::move(w));
         } else {
           b.failures.push_back(std::move(it->second.failure));
         }
@@ -236,6 +251,7 @@ class Scheduler {
   std::condition_variable cv_;
   std::deque<Event> events_;
   int64_t pending_ = 0;  // generations submitted and not yet consumed
+  Status fatal_;         // the first fatal generation error (ends the run)
 };
 
 }  // namespace
