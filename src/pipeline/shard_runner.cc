@@ -401,7 +401,9 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     for (const auto& w : warnings) LOG_WARN(w);
     if (!g.ok()) return fail(g.status());
     generator = std::move(*g);
-    gen_cache = process::OpenGenerationCache(env, config);
+    bool any_llm = false;  // only llm generations are cached
+    for (const auto& o : config.processing.outputs) any_llm = any_llm || o.type == "llm";
+    if (any_llm) gen_cache = process::OpenGenerationCache(env, config);
     generator->EnableCache(gen_cache.get());
     LOG_INFO("Model loaded in " << FormatDouble(RoundTo(generator->LoadSeconds(), 3)) << " s ("
                                 << generator->Capacity() << " parallel sequences)");
