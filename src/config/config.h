@@ -56,6 +56,7 @@ struct LlmProcessor {
   Value extra_engine_args = Value::EmptyObject();       // map string → any
   Value default_sampling_params = Value::EmptyObject(); // map string → any, passed to every generation
   std::string chat_template;               // template name or file
+  std::string mmproj_path;                 // server_args.mmproj_path: vision projector GGUF, hf:// ref or "auto"
 };
 
 struct BatchApiProcessor {

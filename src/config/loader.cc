@@ -86,6 +86,7 @@ void ReadLlm(MapReader& r, const EnvLookup& env, LlmProcessor* p) {
       s.Bool("trust_remote_code", &p->trust_remote_code);
       s.Bool("disable_custom_all_reduce", &p->disable_custom_all_reduce);
       s.MapValue("extra_engine_args", &p->extra_engine_args);
+      s.String("mmproj_path", &p->mmproj_path);  // extension: vision projector (image inputs)
       s.Finish();
     }
   }

@@ -21,6 +21,7 @@
 #include "pipeline/row_batches.h"
 #include "pipeline/stream_scheduler.h"
 #include "process/cache_key.h"
+#include "pipeline/timeline_recorder.h"
 #include "process/engine_factory.h"
 #include "process/model_ref.h"
 #include "pipeline/row_transform.h"
@@ -63,6 +64,7 @@ struct Progress {
   std::atomic<int64_t> rows_done{0};
   std::atomic<int64_t> rows_failed{0};
   std::atomic<int64_t> rows_total{-1};  // -1: unknown (a single-shard run does not count rows first)
+  std::atomic<int64_t> rows_resumed{0};  // of rows_done: kept from an earlier attempt
 };
 
 // RowInfo::sample_index = row_index + this: the row's position among the shard's rows of the dataset (parts in
@@ -218,6 +220,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
         MMIRAGE_ASSIGN_OR_RETURN(bool more, old->NextJournalLine(&buf));
         if (!more) break;
         MMIRAGE_TRY(writer->AddSerialized(p, buf, 1));
+        ++progress->rows_resumed;  // a kept row of the earlier attempt
       }
       writer->Advance(p, 1);
       ++progress->rows_done;
@@ -232,8 +235,8 @@ class ProgressReporter {
  public:
   enum class Display { kQuiet, kLog, kTerminal };  // kLog: a line every 10 s; kTerminal: a live line
   ProgressReporter(Env* env, std::string state_dir, const Progress* progress, const StreamTotals* totals,
-                   int64_t shard_id, Display display)
-      : env_(env), state_dir_(std::move(state_dir)), totals_(totals), display_(display),
+                   int64_t shard_id, Display display, std::function<void()> on_tick = nullptr)
+      : env_(env), state_dir_(std::move(state_dir)), totals_(totals), display_(display), on_tick_(std::move(on_tick)),
         path_(JoinPath(JoinPath(state_dir_, "shard_" + std::to_string(shard_id)), "progress.json")),
         progress_(progress), shard_id_(shard_id), start_us_(env->MonotonicMicros()) {
     (void)WriteFileAtomically(env_, path_, ToJson(Snapshot()) + "\n");  // not the previous attempt's progress
@@ -258,6 +261,7 @@ class ProgressReporter {
       Value v = Snapshot();
       (void)WriteFileAtomically(env_, path_, ToJson(v) + "\n");
       (void)TouchHeartbeat(env_, state_dir_, shard_id_);  // a silent `running` shard is stale, not running
+      if (on_tick_) on_tick_();  // the time series (timeline.jsonl)
       ++tick;
       if (display_ == Display::kTerminal) {
         std::fprintf(stderr, "\r\033[K%s", Line(v).c_str());
@@ -310,6 +314,7 @@ class ProgressReporter {
   std::string state_dir_;
   const StreamTotals* totals_;
   Display display_;
+  std::function<void()> on_tick_;
   std::string path_;
   const Progress* progress_;
   int64_t shard_id_;
@@ -373,7 +378,9 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
                              << ")");
   ShardRunReport report;
   report.attempt = attempt;
+  TimelineRecorder* timeline_ptr = nullptr;  // set once the timeline exists
   auto fail = [&](const Status& s) -> Status {
+    if (timeline_ptr) timeline_ptr->End(StopRequested() ? "interrupted" : "failed", s.message());
     Status m = state.MarkFailed(s.message(), report.rows_failed);
     if (!m.ok()) LOG_ERROR("cannot record the failure in the state directory: " << m.message());
     return s;
@@ -382,11 +389,20 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   // Heartbeat and progress from now on: a long model load must not look like a dead shard.
   StreamTotals totals;
   Progress progress;
+  TimelineRecorder timeline({env, config.loading.state_dir, opt.shard_id, attempt, opt.timeline_interval_seconds,
+                             [&] {
+                               return TimelineCounters{progress.rows_done, progress.rows_failed,
+                                                       progress.rows_resumed, totals.prompt_tokens,
+                                                       totals.completion_tokens, totals.in_flight.load()};
+                             },
+                             opt.slurm_job_id, opt.slurm_array_task_id});
   std::unique_ptr<ProgressReporter> reporter(
       new ProgressReporter(env, config.loading.state_dir, &progress, &totals, opt.shard_id,
                            opt.quiet ? ProgressReporter::Display::kQuiet
                            : opt.progress_on_terminal ? ProgressReporter::Display::kTerminal
-                                                      : ProgressReporter::Display::kLog));
+                                                      : ProgressReporter::Display::kLog,
+                           [&timeline] { timeline.Tick(); }));
+  timeline_ptr = &timeline;
 
   // Model outputs: load the engines (counted as model load time), then open the generation cache (declared
   // first: it outlives the generator's last generation).
@@ -405,6 +421,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     for (const auto& o : config.processing.outputs) any_llm = any_llm || o.type == "llm";
     if (any_llm) gen_cache = process::OpenGenerationCache(env, config);
     generator->EnableCache(gen_cache.get());
+    timeline.Loaded(generator->LoadSeconds(), generator->Capacity());
     LOG_INFO("Model loaded in " << FormatDouble(RoundTo(generator->LoadSeconds(), 3)) << " s ("
                                 << generator->Capacity() << " parallel sequences)");
   }
@@ -414,6 +431,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   if (!opt.collect_gpu_stats) upo.gpu.reset();
   UtilizationPoller poller(std::move(upo));
   poller.Start();
+  timeline.SetPoller(&poller);
 
   std::vector<std::string> error_files;
   int64_t known_total = 0;
@@ -429,6 +447,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
                           << done->rows_written << " rows); kept");
       report.rows_written += done->rows_written;
       progress.rows_done += done->rows_written;
+      progress.rows_resumed += done->rows_written;
       report.output_dirs.push_back(JoinPath(dc.output_dir, "shard_" + std::to_string(opt.shard_id)));
       continue;
     }
@@ -450,6 +469,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
       LOG_INFO("dataset " << dc.output_dir << ": resuming shard " << opt.shard_id << " after " << rows
                           << " committed rows");
       progress.rows_done += static_cast<int64_t>(rows);
+      progress.rows_resumed += static_cast<int64_t>(rows);
       progress.rows_failed += (*writer)->rows_failed();
     }
     Status s;
@@ -523,11 +543,17 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
                                     << cc.inserts.load() << " stored, " << FormatDouble(RoundTo(cache_s, 4))
                                     << " s spent on the cache)");
     }
-    stats.prompt_tokens_reused = generator->Counters().prompt_tokens_reused;
+    const engine::EngineCounters counters = generator->Counters();
+    stats.prompt_tokens_reused = counters.prompt_tokens_reused;
+    if (counters.images_encoded + counters.images_reused > 0) {
+      stats.images_encoded = counters.images_encoded;
+      stats.images_reused = counters.images_reused;
+    }
   }
   auto inf = stats.InferenceRuntime();
   if (inf && *inf > 0) stats.throughput_rows_per_sec = RoundTo(static_cast<double>(stats.rows_processed) / *inf, 2);
   Status m = state.MarkSuccess(stats.ToValue(), report.rows_failed);
+  timeline.End(m.ok() ? "success" : "failed", m.ok() ? "" : m.message());
   if (!m.ok()) return m.WithContext("cannot mark the shard successful");
   LOG_INFO("Shard " << opt.shard_id << " done: " << report.rows_written << " rows written, " << report.rows_failed
                     << " failed, " << FormatDouble(*stats.runtime_seconds) << " s");

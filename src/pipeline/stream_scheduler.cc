@@ -96,6 +96,7 @@ class Scheduler {
     while (pending_ > 0) {
       cv_.wait(l, [&] { return !events_.empty(); });
       pending_ -= static_cast<int64_t>(events_.size());
+      totals_->in_flight -= static_cast<int64_t>(events_.size());
       events_.clear();
     }
   }
@@ -148,6 +149,7 @@ class Scheduler {
         ++pending_;
       }
       ++totals_->generations;
+      ++totals_->in_flight;
       process::RowInfo info{st_row_index(seq), static_cast<int64_t>(st_row_index(seq)) + options_.sample_offset};
       gen_->Generate(k, std::move(prompt.value), active_[seq].vars, info, [this, seq](process::GenerateResult r) {
         std::lock_guard<std::mutex> l(mu_);
@@ -174,6 +176,7 @@ class Scheduler {
       std::lock_guard<std::mutex> l(mu_);
       --pending_;
     }
+    --totals_->in_flight;
     totals_->prompt_tokens += r.prompt_tokens;
     totals_->completion_tokens += r.completion_tokens;
     totals_->cached_generations += r.cached_generations;

@@ -11,7 +11,7 @@ namespace {
 // A new Request or SamplingParams field changes what a generation depends on: add it to RequestKey (and images'
 // content hashes with #10), then update these sizes.
 static_assert(sizeof(engine::SamplingParams) == 112, "new SamplingParams field: add it to RequestKey");
-static_assert(sizeof(engine::Request) == 224, "new Request field: add it to RequestKey (images: their hashes)");
+static_assert(sizeof(engine::Request) == 248, "new Request field: add it to RequestKey (images: their hashes)");
 
 Status HashFilePrefix(Env* env, const std::string& path, size_t max_bytes, cache::Hasher* h) {
   MMIRAGE_ASSIGN_OR_RETURN(uint64_t size, env->GetFileSize(path));
@@ -49,6 +49,13 @@ Result<std::string> ModelIdentity(Env* env, const config::Processor& p, const st
     }
     h.AddInt(o.n_ctx_seq).AddString(o.cache_type_k).AddString(o.cache_type_v).AddString(o.flash_attn);
     h.AddInt(o.n_gpu_layers);
+    // The vision projector decides image answers too: by content when it is a file, else by its setting.
+    const std::string& mm = o.mmproj_path.empty() ? llm.mmproj_path : o.mmproj_path;
+    if (!mm.empty()) {
+      h.AddString("mmproj");
+      if (env->IsRegularFile(mm)) MMIRAGE_TRY(HashFilePrefix(env, mm, kModelIdentityBytes, &h));
+      else h.AddString(mm);
+    }
     if (llm.backend == "llama-server") AddValue(&h, llm.extra_engine_args);
   } else if (llm.backend == "openai") {
     config::EndpointConfig ep = llm.endpoint.value_or(config::EndpointConfig{});
@@ -63,7 +70,7 @@ Result<std::string> ModelIdentity(Env* env, const config::Processor& p, const st
 
 bool IsDeterministic(const engine::SamplingParams& sp) { return sp.temperature <= 0 || sp.seed.has_value(); }
 
-std::string RequestKey(const std::string& model_identity, const engine::Request& r) {
+std::string RequestKey(const std::string& model_identity, const engine::Request& r, Env* env) {
   cache::Hasher h;
   h.AddString("mmirage-request-1").AddString(model_identity);
   h.AddString(r.prompt).AddBool(r.raw_prompt);
@@ -81,7 +88,24 @@ std::string RequestKey(const std::string& model_identity, const engine::Request&
   h.AddDouble(s.repetition_penalty).AddDouble(s.frequency_penalty).AddDouble(s.presence_penalty);
   h.AddBool(s.ignore_eos);
   h.AddString(r.json_schema);
-  // TODO(#10): images — h.AddString(content hash) per image part, in order.
+  // Images by content: a file's bytes, an inline image's bytes; a URL by itself (its content is not fetched here).
+  h.AddInt(static_cast<int64_t>(r.images.size()));
+  for (const auto& img : r.images) {
+    h.AddInt(static_cast<int64_t>(img.kind));
+    if (img.kind == engine::ImageInput::Kind::kBytes) {
+      cache::Hasher ih;
+      ih.AddRaw(img.bytes);
+      h.AddString(ih.Finish());
+    } else if (img.kind == engine::ImageInput::Kind::kFile) {
+      Result<std::string> bytes = (env ? env : Env::Default())->ReadFileToString(img.source);
+      if (!bytes.ok()) return "";  // unreadable: the engine reports it; nothing to cache
+      cache::Hasher ih;
+      ih.AddRaw(*bytes);
+      h.AddString(ih.Finish());
+    } else {
+      h.AddString(img.source);
+    }
+  }
   return h.Finish();
 }
 

@@ -2,11 +2,12 @@
 //
 // Key = SHA-256 over: the model identity (below), the exact request after prompt templating (prompt text, raw or
 // chat, chat_template_kwargs), every sampling parameter (temperature, top_p, top_k, min_p, max_new_tokens, stop,
-// seed, penalties, ignore_eos), the JSON schema, and — once requests carry images (#10) — each image's content hash.
+// seed, penalties, ignore_eos), the JSON schema, and each image's content hash (a URL: the URL).
 // Model identity:
 //  - llama (embedded) and llama-server with a GGUF file: "gguf" + file size + SHA-256 of its first 16 MiB (the
 //    header, tensor table and the first tensors' data), the chat template override (file contents), and the
-//    engine settings that change outputs (context per sequence, KV cache types, flash attention, GPU layers);
+//    engine settings that change outputs (context per sequence, KV cache types, flash attention, GPU layers), and
+//    the vision projector (mmproj) the same way as the model;
 //  - openai: the endpoint's base_url, model name and mode;
 //  - sglang / vllm: backend, model_path (a name or a directory: not hashed), server_command, extra_engine_args.
 // The engine kind (backend) is part of every identity.
@@ -33,8 +34,9 @@ Result<std::string> ModelIdentity(Env* env, const config::Processor& processor, 
 // Deterministic requests only are cached: greedy (temperature <= 0) or an explicit seed.
 bool IsDeterministic(const engine::SamplingParams& sampling);
 
-// The 32-byte key of `request` on the model with identity `model_identity`.
-std::string RequestKey(const std::string& model_identity, const engine::Request& request);
+// The 32-byte key of `request` on the model with identity `model_identity`; images count by content (file and
+// inline bytes hashed; a URL by itself). "" when an image file cannot be read (the request is then not cached).
+std::string RequestKey(const std::string& model_identity, const engine::Request& request, Env* env = nullptr);
 
 // Whether the generations of `output` will use the cache under `config`, and a short reason for preview/estimate
 // ("greedy", "seed 7", "cache: off", "temperature 0.8 without a seed", ...).

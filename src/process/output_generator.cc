@@ -5,10 +5,12 @@
 #include "cache/generation_cache.h"
 #include "data/utf8.h"
 #include "process/cache_key.h"
+#include "process/image_inputs.h"
 #include "process/custom_processor.h"
 #include "process/image_gen_processor.h"
 #include "process/json_output.h"
 #include "process/llm_options.h"
+#include "process/mmproj.h"
 #include "process/model_ref.h"
 #include "util/log.h"
 
@@ -21,6 +23,7 @@ struct OutputGenerator::Route {
   OutputProcessor* processor = nullptr;  // custom / image_gen outputs
   engine::Request base;  // sampling, kwargs, schema; prompt filled per row
   std::string model_identity;  // non-empty: deterministic requests use the generation cache
+  std::vector<std::string> image_names;  // the config's image variables, by name (see image_inputs.h)
 };
 
 // One row's generation of one output, across retries.
@@ -45,6 +48,9 @@ EngineFactory LlamaEngineFactory() {
     auto local = ResolveModelPath(Env::Default(), m.options.model_path, config::ProcessEnvLookup());
     if (!local.ok()) return local.status().WithContext(p.loc.ToString() + ": processor 'llm'");
     m.options.model_path = *local;
+    auto mmproj = ResolveMmprojPath(Env::Default(), *local, p.llm.mmproj_path, config::ProcessEnvLookup());
+    if (!mmproj.ok()) return mmproj.status().WithContext(p.loc.ToString() + ": processor 'llm'");
+    m.options.mmproj_path = *mmproj;
     auto e = engine::CreateLlamaEngine(m.options);
     if (!e.ok()) return e.status().WithContext(p.loc.ToString() + ": processor 'llm'");
     return e;
@@ -86,7 +92,10 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
                                      "' processor, which this build cannot run yet");
     }
     if (!g->engines_.count(o.type)) {
-      MMIRAGE_ASSIGN_OR_RETURN(auto e, factory(*p, warnings));
+      config::Processor pc = *p;
+      // Image inputs need a projector: without server_args.mmproj_path, look for one next to the model.
+      if (pc.llm.mmproj_path.empty() && ConfigHasImageInputs(config)) pc.llm.mmproj_path = kMmprojAuto;
+      MMIRAGE_ASSIGN_OR_RETURN(auto e, factory(pc, warnings));
       g->engines_[o.type] = std::move(e);
     }
     route->engine = g->engines_[o.type].get();
@@ -95,6 +104,7 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
     route->base.sampling = sm.params;
     route->base.chat_template_kwargs = sm.chat_template_kwargs;
     if (o.json) route->base.json_schema = BuildJsonSchema(o.schema);
+    route->image_names = ImageVariableNames(config);
     g->routes_.push_back(std::move(route));
   }
   return g;
@@ -109,8 +119,19 @@ void OutputGenerator::Generate(size_t output_index, std::string prompt, const Va
   auto a = std::make_shared<Attempt>();
   a->route = routes_[output_index].get();
   a->request = a->route->base;
-  a->request.prompt = std::move(prompt);
   a->done = std::move(done);
+  if (!a->route->image_names.empty()) {
+    Result<PlacedImages> placed = PlaceImages(std::move(prompt), vars, a->route->image_names);
+    if (!placed.ok()) {
+      a->result.status = placed.status().WithContext("output '" + a->route->output->name + "'");
+      a->done(std::move(a->result));
+      return;
+    }
+    a->request.prompt = std::move(placed->prompt);
+    a->request.images = std::move(placed->images);
+  } else {
+    a->request.prompt = std::move(prompt);
+  }
   a->cacheable = cache_ != nullptr && !a->route->model_identity.empty() && IsDeterministic(a->request.sampling);
   Submit(std::move(a));
 }
@@ -147,7 +168,9 @@ void OutputGenerator::Submit(std::shared_ptr<Attempt> a) {
     const uint64_t start_us = Env::Default()->MonotonicMicros();
     a->cache_key = RequestKey(a->route->model_identity, a->request);
     cache_key_us_ += static_cast<int64_t>(Env::Default()->MonotonicMicros() - start_us);
-    if (std::optional<cache::CacheEntry> hit = cache_->Lookup(a->cache_key)) {
+    std::optional<cache::CacheEntry> hit;
+    if (!a->cache_key.empty()) hit = cache_->Lookup(a->cache_key);
+    if (hit) {
       engine::Completion c;
       c.text = std::move(hit->text);
       c.prompt_tokens = hit->prompt_tokens;
@@ -249,6 +272,9 @@ engine::EngineCounters OutputGenerator::Counters() const {
     sum.prompt_tokens_reused += c.prompt_tokens_reused;
     sum.tokens_generated += c.tokens_generated;
     sum.decode_calls += c.decode_calls;
+    sum.images_encoded += c.images_encoded;
+    sum.images_reused += c.images_reused;
+    sum.image_tokens += c.image_tokens;
   }
   return sum;
 }
