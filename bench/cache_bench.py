@@ -37,7 +37,7 @@ CONFIG = """processors:
       extra_engine_args: {{max_running_requests: 8, context_length: 512, n_threads: {threads}}}
     default_sampling_params: {{temperature: 0, max_new_tokens: {max_new}, stop: ["e"]}}
 loading_params:
-  datasets: [{{type: JSONL, path: {data}, output_dir: {out}}}]
+  datasets: [{{type: JSONL, path: {data}, output_dir: {out}, output_format: jsonl}}]
   state_dir: {state}
 processing_params:
   inputs: [{{name: text, key: text}}, {{name: id, key: id}}]

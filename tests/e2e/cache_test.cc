@@ -31,7 +31,7 @@ std::string Config(const TempDir& d, const Knobs& k) {
          ", context_length: 512, n_threads: 1}\n"
          "    default_sampling_params: {" + k.sampling + "}\n"
          "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out-" + k.name) + "}]\n"
+         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out-" + k.name) + ", output_format: jsonl}]\n"
          "  state_dir: " + d.Path("state-" + k.name) + "\n" + k.loading_extra +
          "processing_params:\n"
          "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
@@ -115,6 +115,8 @@ class CacheTest : public ::testing::Test {
 TEST_F(CacheTest, AnOutputSchemaEditRerunsWithZeroRegenerations) {
   RunFacts first = RunCfg(d_, base_);
   EXPECT_GT(first.generations, 0);
+  EXPECT_EQ(first.rows + 0, static_cast<int64_t>(first.summaries.size()));
+  EXPECT_GT(first.rows, 0);
   // A first run hits only requests repeated inside it (identical summaries give identical judge prompts).
   EXPECT_LT(first.cached, first.generations / 4);
   EXPECT_EQ(first.stats.Find("cached_generations")->as_int(), first.cached);

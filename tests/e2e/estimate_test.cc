@@ -27,7 +27,7 @@ std::string EstimateConfig(const TempDir& d, const std::string& extra_processor 
          // Stop strings cut the synthetic model's output at varying lengths.
          "    default_sampling_params: {temperature: 0, max_new_tokens: 24, stop: [\"e\", \"q\"]}\n" + extra_processor +
          "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + "}]\n"
+         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + ", output_format: jsonl}]\n"
          "  state_dir: " + d.Path("state") + "\n"
          "  num_shards: 2\n"
          "processing_params:\n"
