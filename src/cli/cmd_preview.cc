@@ -10,6 +10,7 @@
 #include "data/json.h"
 #include "engine/engine.h"
 #include "pipeline/row_transform.h"
+#include "process/cache_key.h"
 #include "process/image_inputs.h"
 #include "util/env.h"
 
@@ -90,6 +91,15 @@ int Preview(const Opts& o) {
   Env* env = Env::Default();
   bool json = o.format == "json";
   int failures = 0;
+  // Which outputs the generation cache will answer on a re-run (deterministic requests only).
+  Value cached = Value::EmptyObject();
+  for (const auto& out : config->processing.outputs) {
+    process::OutputCachePlan plan = process::PlanOutputCache(*config, out);
+    cached.Set(out.name, plan.cached);
+    if (!json) std::cout << "generation cache: " << out.name << ": " << (plan.cached ? "cached" : "not cached") << " ("
+                         << plan.reason << ")\n";
+  }
+  if (!json && !config->processing.outputs.empty()) std::cout << "\n";
   for (const auto& dc : config->loading.datasets) {
     auto parts = ResolveDatasetParts(env, dc.type, dc.path, dc.splits);
     if (!parts.ok()) {
@@ -185,6 +195,7 @@ int Preview(const Opts& o) {
           }
         }
         if (json) {
+          if (!config->processing.outputs.empty()) report.Set("cached_outputs", cached);
           std::cout << ToJson(report) << "\n";
           continue;
         }

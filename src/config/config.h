@@ -138,6 +138,8 @@ struct Processor {
   BatchApiProcessor batch_api;
   ImageGenProcessor image_gen;
   CustomProcessor custom;
+  // Extension (any type): prices for `mmirage estimate`, in the currency of the user's choice (reported as USD).
+  std::optional<double> price_per_million_input_tokens, price_per_million_output_tokens;
 };
 
 // ---- processing ------------------------------------------------------------------------------------------------
@@ -251,6 +253,10 @@ struct ExecutionParams {
   std::optional<int64_t> array_parallelism;  // the %N throttle of --array
   std::vector<std::string> extra_sbatch_args;
   std::optional<std::string> mmirage_bin;    // binary the array tasks run (default: this binary's absolute path)
+  // Extensions: the generation cache (docs/generation_cache.md).
+  std::string cache = "readwrite";           // off | read | readwrite (YAML `off`/false is accepted for off)
+  std::string cache_dir;                     // resolved at load; default <parent of state_dir>/generation_cache
+  double cache_max_gb = 10;                  // sealed cache files beyond this are evicted (LRU), > 0
 };
 
 struct Config {

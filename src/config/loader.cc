@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "config/validate.h"
+#include "data/json.h"
 #include "config/yaml_reader.h"
 
 namespace mmirage::config {
@@ -309,6 +310,10 @@ void ReadProcessors(Diag* d, const EnvLookup& env, const YAML::Node& list, Confi
       continue;
     }
     p.type = type;
+    for (auto [key, field] : {std::pair{"price_per_million_input_tokens", &p.price_per_million_input_tokens},
+                              std::pair{"price_per_million_output_tokens", &p.price_per_million_output_tokens}}) {
+      if (r.OptDouble(key, field) && *field && **field < 0) d->Error(r.LocOf(key), sec + "." + key + " must be >= 0");
+    }
     if (type == "llm") ReadLlm(r, env, &p.llm);
     else if (type == "batch_api") ReadBatchApi(r, &p.batch_api);
     else if (type == "image_gen") ReadImageGen(r, &p.image_gen);
@@ -507,6 +512,21 @@ void ReadExecution(Diag* d, const EnvLookup& env, const YAML::Node& node, Execut
     d->Error(r.LocOf("array_parallelism"), "array_parallelism must be >= 1");
   r.StringList("extra_sbatch_args", &e->extra_sbatch_args);
   r.OptString("mmirage_bin", &e->mmirage_bin);
+  Value cache;
+  if (r.AnyValue("cache", &cache)) {
+    if (cache.is_bool()) cache = Value(cache.as_bool() ? "readwrite" : "off");  // YAML reads `off` as false
+    if (cache.is_string() && (cache.as_string() == "off" || cache.as_string() == "read" ||
+                              cache.as_string() == "readwrite")) {
+      e->cache = cache.as_string();
+    } else {
+      d->Error(r.LocOf("cache"), "execution_params.cache must be off, read or readwrite, got " + ToJson(cache));
+    }
+  }
+  std::optional<std::string> cache_dir;
+  if (r.OptString("cache_dir", &cache_dir) && cache_dir && !Trim(*cache_dir).empty())
+    e->cache_dir = ExpandUser(Trim(*cache_dir), env);
+  if (r.Double("cache_max_gb", &e->cache_max_gb) && !(e->cache_max_gb > 0))
+    d->Error(r.LocOf("cache_max_gb"), "cache_max_gb must be > 0");
   if (e->mode == "slurm" && (!e->account || Trim(*e->account).empty()))
     d->Error(r.LocOf("mode"), "account is required when mode='slurm'");
   r.Finish();
@@ -544,6 +564,13 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   if (top.Has("processors")) ReadProcessors(&diag, env, top.Get("processors"), &c);
   if (top.Has("loading_params")) ReadLoading(&diag, env, top.Get("loading_params"), &c.loading);
   ReadExecution(&diag, env, top.Get("execution_params"), &c.execution);
+  if (c.execution.cache_dir.empty()) {  // beside the state directory: the configs of one pipeline share it
+    std::string sd = c.loading.state_dir;
+    while (sd.size() > 1 && sd.back() == '/') sd.pop_back();
+    size_t slash = sd.rfind('/');
+    std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : sd.substr(0, slash);
+    c.execution.cache_dir = parent + (parent == "/" ? "" : "/") + "generation_cache";
+  }
   if (options.shard_id_override) c.loading.shard_id = *options.shard_id_override;
   if (top.Has("processing_params")) ReadProcessing(&diag, env, yaml, top.Get("processing_params"), &c);
   top.Get("processors");

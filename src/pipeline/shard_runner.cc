@@ -20,6 +20,7 @@
 #include "data/hf_writer.h"
 #include "pipeline/row_batches.h"
 #include "pipeline/stream_scheduler.h"
+#include "process/cache_key.h"
 #include "pipeline/timeline_recorder.h"
 #include "process/engine_factory.h"
 #include "process/model_ref.h"
@@ -283,8 +284,10 @@ class ProgressReporter {
       line += " rows";
     }
     line += ", " + FormatDouble(rps) + " rows/s";
-    if (totals_->completion_tokens > 0 && secs > 0)
-      line += ", " + FormatDouble(RoundTo(static_cast<double>(totals_->completion_tokens) / secs, 1)) + " tok/s";
+    int64_t generated = totals_->completion_tokens - totals_->cached_completion_tokens;  // cache hits cost nothing
+    if (generated > 0 && secs > 0)
+      line += ", " + FormatDouble(RoundTo(static_cast<double>(generated) / secs, 1)) + " tok/s";
+    if (totals_->cached_generations > 0) line += ", " + std::to_string(totals_->cached_generations.load()) + " cached";
     line += ", " + std::to_string(v.Find("rows_failed")->as_int()) + " failed";
     if (total > done && rps > 0) {
       int64_t eta = static_cast<int64_t>(static_cast<double>(total - done) / rps);
@@ -401,7 +404,9 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
                            [&timeline] { timeline.Tick(); }));
   timeline_ptr = &timeline;
 
-  // Model outputs: load the engines (counted as model load time).
+  // Model outputs: load the engines (counted as model load time), then open the generation cache (declared
+  // first: it outlives the generator's last generation).
+  std::unique_ptr<cache::GenerationCache> gen_cache;
   std::unique_ptr<process::OutputGenerator> generator;
   if (!config.processing.outputs.empty()) {
     std::vector<std::string> warnings;
@@ -412,6 +417,10 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     for (const auto& w : warnings) LOG_WARN(w);
     if (!g.ok()) return fail(g.status());
     generator = std::move(*g);
+    bool any_llm = false;  // only llm generations are cached
+    for (const auto& o : config.processing.outputs) any_llm = any_llm || o.type == "llm";
+    if (any_llm) gen_cache = process::OpenGenerationCache(env, config);
+    generator->EnableCache(gen_cache.get());
     timeline.Loaded(generator->LoadSeconds(), generator->Capacity());
     LOG_INFO("Model loaded in " << FormatDouble(RoundTo(generator->LoadSeconds(), 3)) << " s ("
                                 << generator->Capacity() << " parallel sequences)");
@@ -517,8 +526,23 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     // GPUs the engine really used (0 on CPU: per-GPU rates are then null, not divided by a GPU that was idle).
     stats.num_gpus = generator->NumGpus();
     if (generator->LoadSeconds() > 0) stats.model_load_seconds = RoundTo(generator->LoadSeconds(), 3);
-    if (totals.prompt_tokens > 0) stats.input_tokens = totals.prompt_tokens;
-    if (totals.completion_tokens > 0) stats.output_tokens = totals.completion_tokens;
+    // Generated tokens only: what the cache answered costs no inference time (counted apart).
+    int64_t in = totals.prompt_tokens - totals.cached_prompt_tokens;
+    int64_t out = totals.completion_tokens - totals.cached_completion_tokens;
+    if (in > 0) stats.input_tokens = in;
+    if (out > 0) stats.output_tokens = out;
+    if (gen_cache) {
+      stats.cached_generations = totals.cached_generations;
+      stats.cached_output_tokens = totals.cached_completion_tokens;
+      Status cs = gen_cache->Close();
+      if (!cs.ok()) LOG_WARN(cs.message());
+      const cache::CacheCounters& cc = gen_cache->counters();
+      double cache_s = static_cast<double>(cc.busy_us) / 1e6 + generator->CacheKeySeconds();
+      LOG_INFO("Generation cache: " << totals.cached_generations.load() << " of " << totals.generations.load()
+                                    << " generations answered from " << config.execution.cache_dir << " ("
+                                    << cc.inserts.load() << " stored, " << FormatDouble(RoundTo(cache_s, 4))
+                                    << " s spent on the cache)");
+    }
     const engine::EngineCounters counters = generator->Counters();
     stats.prompt_tokens_reused = counters.prompt_tokens_reused;
     if (counters.images_encoded + counters.images_reused > 0) {

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "cache/generation_cache.h"
 #include "data/utf8.h"
+#include "process/cache_key.h"
 #include "process/image_inputs.h"
 #include "process/custom_processor.h"
 #include "process/image_gen_processor.h"
@@ -10,6 +12,7 @@
 #include "process/llm_options.h"
 #include "process/mmproj.h"
 #include "process/model_ref.h"
+#include "util/log.h"
 
 namespace mmirage::process {
 
@@ -19,6 +22,7 @@ struct OutputGenerator::Route {
   engine::Engine* engine = nullptr;
   OutputProcessor* processor = nullptr;  // custom / image_gen outputs
   engine::Request base;  // sampling, kwargs, schema; prompt filled per row
+  std::string model_identity;  // non-empty: deterministic requests use the generation cache
   std::vector<std::string> image_names;  // the config's image variables, by name (see image_inputs.h)
 };
 
@@ -28,6 +32,8 @@ struct OutputGenerator::Attempt {
   engine::Request request;
   std::function<void(GenerateResult)> done;
   GenerateResult result;
+  std::string cache_key;  // of the request in flight; empty when it bypasses the cache
+  bool cacheable = false;  // the first request was deterministic (retries of a sampled one bypass the cache too)
 };
 
 namespace {
@@ -126,56 +132,116 @@ void OutputGenerator::Generate(size_t output_index, std::string prompt, const Va
   } else {
     a->request.prompt = std::move(prompt);
   }
+  a->cacheable = cache_ != nullptr && !a->route->model_identity.empty() && IsDeterministic(a->request.sampling);
   Submit(std::move(a));
 }
 
+void OutputGenerator::EnableCache(cache::GenerationCache* cache) {
+  cache_ = cache;
+  if (cache == nullptr) return;
+  const uint64_t start_us = Env::Default()->MonotonicMicros();
+  std::map<const config::Processor*, std::string> identities;
+  for (auto& r : routes_) {
+    const config::Processor* p = config_->FindProcessor(r->output->type);
+    if (p == nullptr || p->type != "llm" || r->processor != nullptr) continue;  // custom / image_gen: not cached
+    if (!identities.count(p)) {
+      std::string model = p->llm.model_path;
+      if (IsHfModelRef(model)) {  // already downloaded by the engine factory: a local lookup
+        auto local = ResolveModelPath(Env::Default(), model, config::ProcessEnvLookup());
+        model = local.ok() ? *local : "";
+      }
+      auto id = ModelIdentity(Env::Default(), *p, model);
+      if (!id.ok()) LOG_WARN(p->loc.ToString() << ": generation cache off for this processor: " << id.status().message());
+      identities[p] = id.ok() ? *id : "";
+    }
+    r->model_identity = identities[p];
+  }
+  cache_key_us_ += static_cast<int64_t>(Env::Default()->MonotonicMicros() - start_us);
+}
+
+double OutputGenerator::CacheKeySeconds() const { return static_cast<double>(cache_key_us_.load()) / 1e6; }
+
 void OutputGenerator::Submit(std::shared_ptr<Attempt> a) {
   ++a->result.attempts;
-  engine::Engine* e = a->route->engine;
-  e->Submit(a->request, [this, a](engine::Completion c) {
-    GenerateResult& r = a->result;
-    r.prompt_tokens += c.prompt_tokens;
-    r.completion_tokens += c.completion_tokens;
-    const config::OutputVar& o = *a->route->output;
-    Status st;
-    Value value;
-    if (c.finish == engine::FinishReason::kError) {
-      st = c.error.ok() ? Status::Internal("generation failed") : c.error;
-    } else {
-      // A generation cut at a token boundary can end inside a character: keep the output valid UTF-8.
-      std::string text = ToValidUtf8(c.text);
-      size_t b = text.find_first_not_of(" \t\r\n"), en = text.find_last_not_of(" \t\r\n");
-      text = b == std::string::npos ? "" : text.substr(b, en - b + 1);
-      if (o.json) {
-        auto checked = CheckJsonOutput(text, o.schema);
-        if (checked.ok()) {
-          value = std::move(*checked);
-        } else {
-          st = checked.status();
-          if (c.finish == engine::FinishReason::kLength)
-            st = st.WithContext("cut at max_new_tokens=" + std::to_string(a->request.sampling.max_new_tokens));
-        }
-      } else {
-        value = Value(std::move(text));
-      }
-    }
-    bool retryable = !st.ok() && !c.error.IsInvalidArgument();  // a prompt too long for the context stays so
-    if (!st.ok() && retryable && r.attempts <= o.generation_retries) {
-      // Regenerate: another seed, more room when the output was cut, and sampling instead of greedy decoding
-      // (a greedy retry would repeat the same output token for token).
-      engine::SamplingParams& sp = a->request.sampling;
-      sp.seed = sp.seed.value_or(0) + 7919u * static_cast<uint64_t>(r.attempts);
-      if (c.finish == engine::FinishReason::kLength) sp.max_new_tokens *= 2;
-      if (sp.temperature <= 0) sp.temperature = kRetryTemperature;
-      Submit(a);
+  a->cache_key.clear();
+  if (a->cacheable) {
+    const uint64_t start_us = Env::Default()->MonotonicMicros();
+    a->cache_key = RequestKey(a->route->model_identity, a->request);
+    cache_key_us_ += static_cast<int64_t>(Env::Default()->MonotonicMicros() - start_us);
+    std::optional<cache::CacheEntry> hit;
+    if (!a->cache_key.empty()) hit = cache_->Lookup(a->cache_key);
+    if (hit) {
+      engine::Completion c;
+      c.text = std::move(hit->text);
+      c.prompt_tokens = hit->prompt_tokens;
+      c.completion_tokens = hit->completion_tokens;
+      c.finish = hit->finish == 1 ? engine::FinishReason::kLength : engine::FinishReason::kStop;
+      OnCompletion(a, std::move(c), /*cached=*/true);
       return;
     }
-    r.status = st.ok() ? Status::OK()
-                       : st.WithContext("output '" + o.name + "' (" + std::to_string(r.attempts) + " attempt" +
-                                        (r.attempts > 1 ? "s" : "") + ")");
-    r.value = std::move(value);
-    a->done(std::move(r));
+  }
+  engine::Engine* e = a->route->engine;
+  e->Submit(a->request, [this, a](engine::Completion c) {
+    if (!a->cache_key.empty() && c.finish != engine::FinishReason::kError) {
+      cache::CacheEntry entry;
+      entry.text = c.text;
+      entry.prompt_tokens = c.prompt_tokens;
+      entry.completion_tokens = c.completion_tokens;
+      entry.finish = c.finish == engine::FinishReason::kLength ? 1 : 0;
+      cache_->Insert(a->cache_key, entry);
+    }
+    OnCompletion(a, std::move(c), /*cached=*/false);
   });
+}
+
+void OutputGenerator::OnCompletion(const std::shared_ptr<Attempt>& a, engine::Completion c, bool cached) {
+  GenerateResult& r = a->result;
+  r.prompt_tokens += c.prompt_tokens;
+  r.completion_tokens += c.completion_tokens;
+  if (cached) {
+    ++r.cached_generations;
+    r.cached_prompt_tokens += c.prompt_tokens;
+    r.cached_completion_tokens += c.completion_tokens;
+  }
+  const config::OutputVar& o = *a->route->output;
+  Status st;
+  Value value;
+  if (c.finish == engine::FinishReason::kError) {
+    st = c.error.ok() ? Status::Internal("generation failed") : c.error;
+  } else {
+    // A generation cut at a token boundary can end inside a character: keep the output valid UTF-8.
+    std::string text = ToValidUtf8(c.text);
+    size_t b = text.find_first_not_of(" \t\r\n"), en = text.find_last_not_of(" \t\r\n");
+    text = b == std::string::npos ? "" : text.substr(b, en - b + 1);
+    if (o.json) {
+      auto checked = CheckJsonOutput(text, o.schema);
+      if (checked.ok()) {
+        value = std::move(*checked);
+      } else {
+        st = checked.status();
+        if (c.finish == engine::FinishReason::kLength)
+          st = st.WithContext("cut at max_new_tokens=" + std::to_string(a->request.sampling.max_new_tokens));
+      }
+    } else {
+      value = Value(std::move(text));
+    }
+  }
+  bool retryable = !st.ok() && !c.error.IsInvalidArgument();  // a prompt too long for the context stays so
+  if (!st.ok() && retryable && r.attempts <= o.generation_retries) {
+    // Regenerate: another seed, more room when the output was cut, and sampling instead of greedy decoding
+    // (a greedy retry would repeat the same output token for token).
+    engine::SamplingParams& sp = a->request.sampling;
+    sp.seed = sp.seed.value_or(0) + 7919u * static_cast<uint64_t>(r.attempts);
+    if (c.finish == engine::FinishReason::kLength) sp.max_new_tokens *= 2;
+    if (sp.temperature <= 0) sp.temperature = kRetryTemperature;
+    Submit(a);
+    return;
+  }
+  r.status = st.ok() ? Status::OK()
+                     : st.WithContext("output '" + o.name + "' (" + std::to_string(r.attempts) + " attempt" +
+                                      (r.attempts > 1 ? "s" : "") + ")");
+  r.value = std::move(value);
+  a->done(std::move(r));
 }
 
 int OutputGenerator::Capacity() const {

@@ -71,6 +71,8 @@ Value ShardStats::ToValue() const {
   v.Set("cpu_util_mean", OptD(cpu_util_mean));
   v.Set("machine_cpu_util_mean", OptD(machine_cpu_util_mean));
   if (cost) v.Set("cost", *cost);
+  if (cached_generations) v.Set("cached_generations", *cached_generations);
+  if (cached_output_tokens) v.Set("cached_output_tokens", *cached_output_tokens);
   return v;
 }
 
@@ -83,6 +85,8 @@ ShardStats ShardStats::FromValue(const Value& v) {
   s.gpu_util_min = GetD(v, "gpu_util_min");
   s.gpu_util_max = GetD(v, "gpu_util_max");
   s.gpu_util_samples = GetI(v, "gpu_util_samples").value_or(0);
+  s.cached_generations = GetI(v, "cached_generations");
+  s.cached_output_tokens = GetI(v, "cached_output_tokens");
   s.input_tokens = GetI(v, "input_tokens");
   s.output_tokens = GetI(v, "output_tokens");
   s.num_gpus = GetI(v, "num_gpus");

@@ -30,6 +30,9 @@ struct ShardStats {
   std::optional<double> cpu_util_mean, machine_cpu_util_mean;
   // Extension, batch_api with prices configured: what the provider tokens cost (serialised only when set).
   std::optional<double> cost;
+  // Extensions from the generation cache: generations answered by it and their output tokens. input_tokens and
+  // output_tokens (and every rate) count generated tokens only. Serialised only when set.
+  std::optional<int64_t> cached_generations, cached_output_tokens;
 
   // The object with derived values, keys in the spec's order (§1.3).
   Value ToValue() const;
