@@ -27,6 +27,31 @@ void Value::MoveFrom(Value&& o) noexcept {
   o.Destroy();
 }
 
+void Value::DetachNested() noexcept {
+  // Move every uniquely-owned non-empty child container into `pending`, then free them one by one: each is freed
+  // after its own children were moved out, so no destructor recurses more than one level.
+  std::vector<Value> pending;
+  auto steal = [&pending](Value& v) {
+    auto take = [&pending](Value& c) {
+      if ((c.type_ == Type::kArray && c.a_.use_count() == 1 && !c.a_->empty()) ||
+          (c.type_ == Type::kObject && c.o_.use_count() == 1 && !c.o_->empty())) {
+        pending.push_back(std::move(c));
+      }
+    };
+    if (v.type_ == Type::kArray) {
+      for (Value& c : *v.a_) take(c);
+    } else if (v.type_ == Type::kObject) {
+      for (auto& m : *v.o_) take(m.second);
+    }
+  };
+  steal(*this);
+  while (!pending.empty()) {
+    Value v = std::move(pending.back());
+    pending.pop_back();
+    steal(v);
+  }
+}
+
 Value::Array& Value::mutable_array() {
   if (a_.use_count() > 1) a_ = std::make_shared<Array>(*a_);
   return *a_;

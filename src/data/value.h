@@ -107,12 +107,21 @@ class Value {
   // One active member, chosen by type_ (40 bytes in all; copying shares arrays and objects).
   void CopyFrom(const Value& o);
   void MoveFrom(Value&& o) noexcept;
+  // Called when this is the last owner of its array/object: frees nested containers iteratively, so that a value
+  // nested far deeper than the stack allows (built by a template loop, say) never overflows it when freed.
+  void DetachNested() noexcept;
   void Destroy() {
     switch (type_) {
       case Type::kString:
       case Type::kBytes: s_.~basic_string(); break;
-      case Type::kArray: a_.~shared_ptr(); break;
-      case Type::kObject: o_.~shared_ptr(); break;
+      case Type::kArray:
+        if (a_.use_count() == 1) DetachNested();
+        a_.~shared_ptr();
+        break;
+      case Type::kObject:
+        if (o_.use_count() == 1) DetachNested();
+        o_.~shared_ptr();
+        break;
       default: break;
     }
     type_ = Type::kNull;

@@ -64,7 +64,7 @@ TEST(Issue13Template, Int64MinDividedByMinusOneIsAFloatNotSigfpe) {
 
 // ---- str.format / % formatting --------------------------------------------------------------------------------------
 TEST(Issue13Template, FormatWithHugeFieldNumberIsAnError) {
-  EXPECT_TRUE(IsErr(Render("{{ s.format() }}", R"({"s": "{99999999999999999999}"})"), "Replacement index"));
+  EXPECT_TRUE(IsErr(Render("{{ s.format() }}", R"({"s": "{99999999999999999999}"})"), "Too many decimal digits"));
   EXPECT_TRUE(IsErr(Render("{{ s.format(1) }}", R"({"s": "{1}"})"), "Replacement index"));
   EXPECT_TRUE(IsErr(Render("{{ s.format(1) }}", R"({"s": "{0:99999999999999999999}"})")));
   EXPECT_TRUE(IsErr(Render("{{ s.format(1) }}", R"({"s": "{0:.99999999999999999999}"})")));
@@ -79,7 +79,7 @@ TEST(Issue13Template, PercentFormatWidthsAreBounded) {
   EXPECT_TRUE(IsErr(Render("{{ '%.1000000000000f' % 1.5 }}"), "too large"));
   EXPECT_TRUE(IsErr(Render("{{ '%99999999999999999999d' % 1 }}")));
   EXPECT_TRUE(IsErr(Render("{{ '%*d' % (9223372036854775807, 1) }}")));
-  EXPECT_TRUE(IsErr(Render("{{ '%*d' % (-9223372036854775808, 1) }}")));
+  EXPECT_TRUE(IsErr(Render("{{ '%*d' % (m, 1) }}", R"({"m": -9223372036854775808})")));
 }
 
 TEST(Issue13Template, PercentCOfInvalidCodePointIsAnError) {
@@ -110,7 +110,7 @@ TEST(Issue13Template, HugePaddingsAreErrors) {
                           "{{ 'x'.ljust(1000000000000) }}", "{{ 'x'.rjust(1000000000000) }}",
                           "{{ 'x'.zfill(1000000000000) }}", "{{ 'a\nb'|indent(1000000000000) }}",
                           "{{ 'a\tb'.expandtabs(1000000000000) }}", "{{ 'x'|truncate(1000000000000) }}",
-                          "{{ 'abc'.replace('', 'x' * 50000000) }}", "{{ 'a b'|wordwrap(1000000000000) }}",
+                          "{{ 'abc'.replace('', 'x' * 100000000) }}", "{{ 'a b'|wordwrap(1000000000000) }}",
                           "{{ 'x'|center(9223372036854775807) }}", "{{ 'a\nb'|indent(9223372036854775807) }}"}) {
     std::string r = Render(src);
     EXPECT_TRUE(IsErr(r) || r.size() < (1u << 20)) << src << " -> " << r.substr(0, 200);
@@ -119,11 +119,11 @@ TEST(Issue13Template, HugePaddingsAreErrors) {
 
 TEST(Issue13Template, HugeRangesBatchesAndSlicesAreErrors) {
   EXPECT_TRUE(IsErr(Render("{{ range(1000000000000)|list|length }}"), "too large"));
-  EXPECT_TRUE(IsErr(Render("{{ range(-9223372036854775808, 9223372036854775807)|list|length }}")));
+  const char* m = R"({"m": -9223372036854775808})";
+  EXPECT_TRUE(IsErr(Render("{{ range(m, 9223372036854775807)|list|length }}", m), "too large"));
   EXPECT_EQ(Render("{{ range(0, 9223372036854775807, 4611686018427387904)|list }}"),
             "OK:[0, 4611686018427387904]");
-  EXPECT_EQ(Render("{{ range(9223372036854775807, -9223372036854775808, -9223372036854775807)|list|length }}"),
-            "OK:3");
+  EXPECT_EQ(Render("{{ range(9223372036854775807, m, -9223372036854775807)|list|length }}", m), "OK:3");
   EXPECT_EQ(Render("{{ [1, 2, 3]|batch(1000000000000)|list }}"), "OK:[[1, 2, 3]]");
   EXPECT_TRUE(IsErr(Render("{{ [1, 2, 3]|batch(1000000000000, 'x')|list }}"), "too large"));
   EXPECT_TRUE(IsErr(Render("{{ [1, 2, 3]|slice(1000000000000)|list }}"), "too large"));
@@ -132,16 +132,17 @@ TEST(Issue13Template, HugeRangesBatchesAndSlicesAreErrors) {
 }
 
 TEST(Issue13Template, SlicesWithHugeStepsStayInBounds) {
-  const char* ctx = R"({"s": "abc", "l": [1, 2, 3]})";
+  // Jinja literals are int64 (a bigger literal is a parse error), so INT64_MIN comes from the row as `m`.
+  const char* ctx = R"({"s": "abc", "l": [1, 2, 3], "m": -9223372036854775808})";
   EXPECT_EQ(Render("{{ s[::9223372036854775807] }}", ctx), "OK:a");
-  EXPECT_EQ(Render("{{ s[::-9223372036854775808] }}", ctx), "OK:c");
-  EXPECT_EQ(Render("{{ s[-9223372036854775808:9223372036854775807] }}", ctx), "OK:abc");
+  EXPECT_EQ(Render("{{ s[::m] }}", ctx), "OK:c");
+  EXPECT_EQ(Render("{{ s[m:9223372036854775807] }}", ctx), "OK:abc");
   EXPECT_EQ(Render("{{ l[::9223372036854775807] }}", ctx), "OK:[1]");
-  EXPECT_EQ(Render("{{ l[::-9223372036854775808] }}", ctx), "OK:[3]");
+  EXPECT_EQ(Render("{{ l[::m] }}", ctx), "OK:[3]");
   EXPECT_EQ(Render("{{ l[9223372036854775807::-9223372036854775807] }}", ctx), "OK:[3]");
-  EXPECT_EQ(Render("{{ l[-9223372036854775808::9223372036854775807] }}", ctx), "OK:[1]");
-  EXPECT_EQ(Render("{{ l[1:-9223372036854775808:-1] }}", ctx), "OK:[2, 1]");
-  EXPECT_EQ(Render("{{ s[-9223372036854775808] }}", ctx), "OK:");
+  EXPECT_EQ(Render("{{ l[m::9223372036854775807] }}", ctx), "OK:[1]");
+  EXPECT_EQ(Render("{{ l[1:m:-1] }}", ctx), "OK:[2, 1]");
+  EXPECT_EQ(Render("{{ s[m] }}", ctx), "OK:");
 }
 
 // ---- rendered size and time budgets ---------------------------------------------------------------------------------
@@ -183,7 +184,6 @@ TEST(Issue13Template, DeepNestingAtParseTimeIsAnError) {
       "{{ x" + Rep("()", n) + " }}",
       "{{ 1" + Rep(" if 1 else 1", n) + " }}",
       "{{ x" + Rep(" is defined", 1) + Rep(" and 1", n) + " }}",
-      "{{ 1" + Rep(" == 1", n) + " }}",
       Rep("{% if 1 %}", n) + Rep("{% endif %}", n),
       Rep("{% for i in [1] %}", n) + Rep("{% endfor %}", n),
       Rep("{% filter upper %}", n) + Rep("{% endfilter %}", n),
@@ -196,6 +196,7 @@ TEST(Issue13Template, DeepNestingAtParseTimeIsAnError) {
   // Moderate nesting still works.
   EXPECT_EQ(Render("{{ " + Rep("(", 50) + "1" + Rep(")", 50) + " }}"), "OK:1");
   EXPECT_EQ(Render("{{ 1" + Rep(" + 1", 200) + " }}"), "OK:201");
+  EXPECT_EQ(Render("{{ 1" + Rep(" == 1", n) + " }}"), "OK:True");  // a flat comparison chain is not nested
 }
 
 TEST(Issue13Template, DeepNestingAtRenderTimeIsAnError) {
@@ -253,9 +254,9 @@ TEST(Issue13Jmespath, SlicesWithHugeStepsStayInBounds) {
 }
 
 TEST(Issue13Jmespath, NumbersNeverOverflow) {
-  EXPECT_EQ(Query("abs(@)", "-9223372036854775808"), "OK:9.223372036854776e18");
-  EXPECT_EQ(Query("sum(@)", "[9223372036854775807, 1]"), "OK:9.223372036854776e18");
-  EXPECT_EQ(Query("to_number('99999999999999999999')", "{}"), "OK:1e20");
+  EXPECT_EQ(Query("abs(@)", "-9223372036854775808"), "OK:9.223372036854776e+18");
+  EXPECT_EQ(Query("sum(@)", "[9223372036854775807, 1]"), "OK:9.223372036854776e+18");
+  EXPECT_EQ(Query("to_number('99999999999999999999')", "{}"), "OK:1e+20");
   std::string r = Query("to_number('1e999')", "{}");
   EXPECT_TRUE(r == "OK:null" || IsErr(r)) << r;
   r = Query("avg(@)", "[1.7976931348623157e308, 1.7976931348623157e308]");
