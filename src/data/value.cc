@@ -1,6 +1,7 @@
 #include "data/value.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace mmirage {
 
@@ -70,6 +71,23 @@ const Value* Value::Find(std::string_view key) const {
   return nullptr;
 }
 
+Value Value::ObjectFromMembers(Object members) {
+  std::unordered_map<std::string_view, size_t> first;
+  first.reserve(members.size());
+  Object out;
+  out.reserve(members.size());
+  for (auto& m : members) {
+    auto it = first.find(m.first);
+    if (it != first.end()) {
+      out[it->second].second = std::move(m.second);
+    } else {
+      out.push_back(std::move(m));
+      first.emplace(out.back().first, out.size() - 1);  // `out` never reallocates (reserved above)
+    }
+  }
+  return Value(std::move(out));
+}
+
 void Value::Set(std::string_view key, Value v) {
   Object& o = mutable_object();
   for (auto& m : o) {
@@ -106,6 +124,16 @@ bool Value::operator==(const Value& other) const {
     case Type::kObject: {
       if (o_ == other.o_) return true;
       if (o_->size() != other.o_->size()) return false;
+      if (o_->size() > 32) {  // wide objects: one hash index instead of a linear Find per member
+        std::unordered_map<std::string_view, const Value*> index;
+        index.reserve(other.o_->size());
+        for (const auto& m : *other.o_) index.emplace(m.first, &m.second);
+        for (const auto& m : *o_) {
+          auto it = index.find(m.first);
+          if (it == index.end() || !(*it->second == m.second)) return false;
+        }
+        return true;
+      }
       for (const auto& m : *o_) {
         const Value* v = other.Find(m.first);
         if (v == nullptr || !(*v == m.second)) return false;

@@ -89,7 +89,11 @@ class Value {
 
   // Object member lookup (linear; rows are small). nullptr when absent or not an object.
   const Value* Find(std::string_view key) const;
-  // Object insert-or-replace, keeping the position of an existing key. REQUIRES: is_object().
+  // An object from `members` in order, in linear time: a repeated key keeps its first position and takes the
+  // last value (as Python's dict and json do).
+  static Value ObjectFromMembers(Object members);
+  // Object insert-or-replace, keeping the position of an existing key (linear in the object's size: build wide
+  // objects with ObjectFromMembers). REQUIRES: is_object().
   void Set(std::string_view key, Value v);
   // Array append. REQUIRES: is_array().
   void Push(Value v) { mutable_array().push_back(std::move(v)); }

@@ -217,7 +217,7 @@ Status Renderer::ExecFor(const Stmt& s, std::string* out) {
     std::vector<Val> kept;
     for (Val& item : items) {
       if (++loop_iterations_ > kMaxLoopIterations) {
-        return finish(Err("too many loop iterations (the limit is 50000000 per render)"));
+        return finish(Err("too many loop iterations (the limit is 10000000 per render)"));
       }
       frames_.back().vars.clear();
       Status st = AssignTargets(s.targets, s.tuple_target, item, /*own=*/false);
@@ -233,7 +233,7 @@ Status Renderer::ExecFor(const Stmt& s, std::string* out) {
   loop.items = &items;
   for (size_t i = 0; i < items.size(); ++i) {
     if (++loop_iterations_ > kMaxLoopIterations) {
-      return finish(Err("too many loop iterations (the limit is 50000000 per render)"));
+      return finish(Err("too many loop iterations (the limit is 10000000 per render)"));
     }
     loop.index0 = static_cast<int64_t>(i);
     Frame& f = frames_.back();
@@ -577,13 +577,13 @@ Result<Val> Renderer::CallGlobal(std::string_view name, CallArgs& args) {
     return Val(Value(std::move(a)));
   }
   if (name == "dict" || name == "namespace") {
-    Value obj = Value::EmptyObject();
+    Value::Object members;
     for (const Val& p : args.pos) {
       if (!p.v().is_object()) return Err(std::string(name) + "() positional argument must be a mapping");
-      for (const auto& m : p.v().as_object()) obj.Set(m.first, m.second);
+      for (const auto& m : p.v().as_object()) members.push_back(m);
     }
-    for (const auto& kv : args.kw) obj.Set(kv.first, kv.second.v());
-    Val r{std::move(obj)};
+    for (const auto& kv : args.kw) members.emplace_back(kv.first, kv.second.v());
+    Val r{Value::ObjectFromMembers(std::move(members))};
     if (name == "namespace") r.shape = Shape::kNamespace;
     return r;
   }

@@ -87,7 +87,7 @@ Val Child(const Val& parent, const Value& child);
 // violation is a render error (a row error), never an abort.
 constexpr size_t kMaxStringBytes = size_t{256} << 20;  // any string a render builds, and the rendered text
 constexpr size_t kMaxListItems = size_t{1} << 24;      // any list a render builds (range, repeat, batch...)
-constexpr int64_t kMaxLoopIterations = 50'000'000;     // for-loop bodies run, summed over one render
+constexpr int64_t kMaxLoopIterations = 10'000'000;     // for-loop bodies run, summed over one render
 constexpr int kMaxEvalDepth = 400;                     // nested evaluation frames (expressions, blocks, macros)
 constexpr int kMaxValueDepth = 2000;                   // nesting of a value printed, compared or serialised
 constexpr int64_t kMaxWidth = int64_t{1} << 24;        // format widths/precisions, paddings, indents

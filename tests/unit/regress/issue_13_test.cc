@@ -152,9 +152,7 @@ TEST(Issue13Template, RenderedSizeIsBounded) {
   EXPECT_TRUE(IsErr(Render("{% set ns = namespace(s='xx') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}"
                            "{% endfor %}{{ ns.s|length }}"),
                     "too large"));
-  EXPECT_TRUE(IsErr(Render("{% set ns = namespace(s=[1, 2]) %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}"
-                           "{% endfor %}{{ ns.s|length }}"),
-                    "too large"));
+  EXPECT_TRUE(IsErr(Render("{% set l = range(10000000)|list %}{{ (l + l)|length }}"), "list too large"));
   EXPECT_TRUE(IsErr(Render("{% set ns = namespace(s='xx') %}{% for i in range(64) %}{% set ns.s = [ns.s, ns.s]|join %}"
                            "{% endfor %}{{ ns.s|length }}"),
                     "too large"));
@@ -233,7 +231,7 @@ TEST(Issue13Jmespath, DeepNestingIsAnError) {
       "a" + Rep(".a", n),              "a" + Rep("|a", n),              "a" + Rep("[0]", n),
       "a" + Rep("[*]", n),             "a" + Rep("[]", n),              "a" + Rep(" || a", n),
       "a" + Rep(" && a", n),           Rep("{a: ", n) + "a" + Rep("}", n), Rep("abs(", n) + "a" + Rep(")", n),
-      "a" + Rep("[?a]", n),            Rep("&", n) + "a",               "a" + Rep(".b[0].c", n),
+      "a" + Rep("[?a]", n),            Rep("& ", n) + "a",               "a" + Rep(".b[0].c", n),
   };
   for (const auto& e : exprs) {
     std::string r = Query(e, R"({"a": 1})");
