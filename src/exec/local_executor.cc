@@ -17,6 +17,10 @@
 namespace mmirage::exec {
 namespace {
 
+// After a stop request, workers that have not exited this long after their signal are killed (SIGKILL to their
+// process group, managed servers included); what they committed stays resumable.
+constexpr int kStopGraceSeconds = 60;
+
 struct Worker {
   int64_t shard;
   std::unique_ptr<Subprocess> process;
@@ -39,20 +43,32 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
     ShardRecord r = attempts_of(id);
     if (r.status == "success") {
       LOG_INFO("Shard " << id << " already succeeded; skipped");
-    } else if (r.retry_count >= max_attempts) {
-      LOG_ERROR("Shard " << id << " has used all " << max_attempts << " attempts (max_retries="
-                         << config.execution.max_retries << ")");
+    } else if (r.attempts_spent >= max_attempts) {
+      LOG_ERROR("Shard " << id << " has used all " << max_attempts << " attempts without progress (max_retries="
+                         << config.execution.max_retries << "); `mmirage retry --config " << options.config_path
+                         << " --reset` gives it a fresh budget");
     } else {
       queue.push_back(id);
     }
   }
   std::vector<Worker> running;
   bool stopping = false;
+  uint64_t stop_started_us = 0;
+  bool killed = false;
   while (!queue.empty() || !running.empty()) {
     if (StopRequested() && !stopping) {
+      // Each worker is in its own process group (the terminal's Ctrl-C reaches only us), so it gets exactly one
+      // stop signal, from here: it commits what is finished and exits resumable.
       stopping = true;
+      stop_started_us = env->MonotonicMicros();
       queue.clear();
       for (auto& w : running) (void)w.process->Signal(StopSignal());
+    }
+    if (stopping && !killed && !running.empty() &&
+        env->MonotonicMicros() - stop_started_us > static_cast<uint64_t>(kStopGraceSeconds) * 1000000) {
+      LOG_WARN("workers still running " << kStopGraceSeconds << " s after the stop request; killing them");
+      for (auto& w : running) (void)w.process->SignalGroup(SIGKILL);
+      killed = true;
     }
     while (!stopping && running.size() < parallel && !queue.empty()) {
       int64_t id = queue.front();
@@ -65,6 +81,8 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       so.argv.insert(so.argv.end(), {"--progress", "log"});
       so.env_overrides = {{"SLURM_ARRAY_TASK_ID", std::to_string(id)}};
       if (options.stdout_to_stderr) so.stdout_path = "/dev/stderr";
+      so.new_process_group = true;      // one stop signal per worker, from us, not a second from the terminal
+      so.terminate_with_parent = true;  // and none survives us, even after a SIGKILL
       auto p = Subprocess::Start(so);
       if (!p.ok()) {
         LOG_ERROR("cannot start shard " << id << ": " << p.status().message());
@@ -72,6 +90,7 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       }
       LOG_INFO("Shard " << id << ": started (attempt #" << attempts_of(id).retry_count + 1 << ", pid "
                         << (*p)->pid() << ")");
+      (void)RegisterStopGroup((*p)->pid());
       running.push_back(Worker{id, std::move(*p)});
     }
     // Reap finished workers; retry failed shards that have attempts left.
@@ -84,19 +103,22 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       }
       reaped = true;
       int64_t id = running[i].shard;
+      UnregisterStopGroup(running[i].process->pid());
       running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
       ShardRecord r = attempts_of(id);
       if (*rc == 0 && r.status == "success") {
         LOG_INFO("Shard " << id << ": succeeded");
       } else if (stopping) {
         LOG_WARN("Shard " << id << ": stopped (exit " << *rc << "); it resumes from its last commit next time");
-      } else if (r.retry_count < max_attempts) {
-        LOG_WARN("Shard " << id << ": failed (exit " << *rc << ", attempt " << r.retry_count << "/" << max_attempts
-                          << "): " << r.error.value_or("no status written") << "; retrying");
+      } else if (r.attempts_spent < max_attempts) {
+        LOG_WARN("Shard " << id << ": failed (exit " << *rc << ", attempt " << r.retry_count << ", "
+                          << r.attempts_spent << "/" << max_attempts << " without progress): "
+                          << r.error.value_or("no status written") << "; retrying");
         queue.push_back(id);
       } else {
-        LOG_ERROR("Shard " << id << ": failed after " << r.retry_count << " attempts: "
-                           << r.error.value_or("no status written"));
+        LOG_ERROR("Shard " << id << ": failed after " << r.retry_count << " attempts (" << r.attempts_spent
+                           << " without progress): " << r.error.value_or("no status written") << "; `mmirage retry --config "
+                           << options.config_path << " --reset` gives it a fresh budget");
       }
     }
     if (!reaped && !running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -16,6 +16,7 @@
 #include "data/dataset.h"
 #include "data/json.h"
 #include "data/line_reader.h"
+#include "pipeline/failure_report.h"
 #include "pipeline/row_batches.h"
 #include "pipeline/stream_scheduler.h"
 #include "process/engine_factory.h"
@@ -433,7 +434,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
         Status c = (*writer)->Commit();
         (*writer)->Abandon();
         reporter.reset();
-        std::string why = std::string("interrupted by ") + (StopSignal() == SIGINT ? "SIGINT" : "SIGTERM") +
+        std::string why = std::string("interrupted by ") + StopSignalName() +
                           " after " + std::to_string(progress.rows_done.load()) + " rows (resumable)";
         if (!c.ok()) why += "; last commit failed: " + c.message();
         return fail(Status::Unavailable(why));
@@ -451,14 +452,18 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   }
   reporter.reset();
 
+  std::string where;
+  for (const auto& f : error_files) where += (where.empty() ? "" : ", ") + f;
+  if (report.rows_failed > 0) {
+    // The first failed rows with FILE:LINE, stage and message: enough to act on without opening errors.jsonl.
+    for (const auto& line : FirstFailures(env, error_files)) LOG_WARN("failed row: " << line);
+  }
   if (report.rows_failed > config.execution.max_failed_rows) {
-    std::string where;
-    for (const auto& f : error_files) where += (where.empty() ? "" : ", ") + f;
     return fail(Status::InvalidArgument(std::to_string(report.rows_failed) + " row(s) failed (max_failed_rows=" +
                                         std::to_string(config.execution.max_failed_rows) + "); see " + where));
   }
   if (report.rows_failed > 0) {
-    LOG_WARN(report.rows_failed << " row(s) failed and were recorded in errors.jsonl (within max_failed_rows="
+    LOG_WARN(report.rows_failed << " row(s) failed and were recorded in " << where << " (within max_failed_rows="
                                 << config.execution.max_failed_rows << ")");
   }
 

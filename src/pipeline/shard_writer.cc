@@ -30,7 +30,7 @@ bool IsSplitMap(const std::vector<std::string>& splits) { return !(splits.size()
 // never fails on every attempt).
 std::string JournalProblem(Env* env, const Value& journal, const std::vector<std::string>& split_dirs,
                            const std::string& work_dir) {
-  const Value& splits = journal.Find("splits")->as_array();
+  const Value::Array& splits = journal.Find("splits")->as_array();
   auto offset_ok = [&](const std::string& path, int64_t offset, bool may_be_absent) -> std::string {
     if (offset < 0) return path + ": offset missing or negative";
     auto size = env->GetFileSize(path);

@@ -26,7 +26,12 @@ struct ShardRecord {
   Value datasets = Value::EmptyArray();  // [{"image_base_path": str|null, "output_dir": str}]
   Value stats;                           // object or null
   int64_t failed_rows = 0;               // extension: rows recorded in errors.jsonl
-  int64_t attempts_logged = 0;           // lines of attempts.log (not serialised)
+  int64_t attempts_logged = 0;           // attempt lines of attempts.log (not serialised)
+  // Attempts that count against max_retries (not serialised): those since the last budget reset that committed
+  // no new row — an attempt that made progress (its successor, or the shard's progress now, shows more rows
+  // committed than at its start) is free, so interruptions never exhaust a shard that keeps moving, while a
+  // poison shard (no progress) still stops. Attempt lines without a row count (older state) always count.
+  int64_t attempts_spent = 0;
 
   // status.json content (keys sorted, 2-space indent, trailing newline).
   std::string ToJson() const;
@@ -55,6 +60,11 @@ class ShardState {
   // Returns the attempt number (1 for the first).
   Result<int64_t> MarkRunning(const RunInfo& info);
   Status MarkSuccess(Value stats, int64_t failed_rows);
+  // Gives the shard a fresh retry budget: appends "reset <local ISO time>" to attempts.log (fsynced), after which
+  // attempts_spent counts from zero again (retry_count, the attempt number, keeps growing).
+  Status ResetBudget();
+  // An `error` starting "interrupted by " (a stop signal) also appends "interrupted <attempt>" to attempts.log:
+  // such an attempt does not spend the retry budget.
   Status MarkFailed(const std::string& error, int64_t failed_rows);
 
   const std::string& dir() const { return dir_; }
