@@ -71,7 +71,8 @@ void ParseAttemptsLog(const std::string& log, int64_t rows_now, ShardRecord* r) 
     int64_t next = i + 1 < since_reset.size() ? since_reset[i + 1] : rows_now;
     if (next == kInterrupted) next = -1;
     bool progressed = since_reset[i] >= 0 && next > since_reset[i];
-    if (!progressed) ++r->attempts_spent;
+    // Progress refunds the budget: only the attempts since the last one that moved the shard forward count.
+    r->attempts_spent = progressed ? 0 : r->attempts_spent + 1;
   }
 }
 

@@ -27,10 +27,11 @@ struct ShardRecord {
   Value stats;                           // object or null
   int64_t failed_rows = 0;               // extension: rows recorded in errors.jsonl
   int64_t attempts_logged = 0;           // attempt lines of attempts.log (not serialised)
-  // Attempts that count against max_retries (not serialised): those since the last budget reset that committed
-  // no new row — an attempt that made progress (its successor, or the shard's progress now, shows more rows
-  // committed than at its start) is free, so interruptions never exhaust a shard that keeps moving, while a
-  // poison shard (no progress) still stops. Attempt lines without a row count (older state) always count.
+  // Attempts that count against max_retries (not serialised): the consecutive attempts, since the last budget
+  // reset and since the last attempt that made progress, that committed no new row. An attempt made progress
+  // when its successor (or the shard's progress.json now) shows more rows committed than at its start; such an
+  // attempt, and one stopped by a signal, refunds the budget. So interruptions never exhaust a shard that keeps
+  // moving, while a poison shard (no progress) still stops. Attempt lines without a row count (older state) count.
   int64_t attempts_spent = 0;
 
   // status.json content (keys sorted, 2-space indent, trailing newline).

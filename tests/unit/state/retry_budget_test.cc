@@ -35,9 +35,11 @@ TEST(RetryBudgetTest, AttemptsWithoutProgressAreSpentAndPoisonStops) {
   ShardRecord r = ShardState(Env::Default(), d.path(), 0).Read();
   EXPECT_EQ(r.retry_count, 3);
   EXPECT_EQ(r.attempts_spent, 2);
-  Attempt(d.path(), 9);   // the third attempt's successor... this one progressed, so it is free
+  Attempt(d.path(), 9);   // progress again: the budget is refunded
   r = ShardState(Env::Default(), d.path(), 0).Read();
-  EXPECT_EQ(r.attempts_spent, 2);
+  EXPECT_EQ(r.attempts_spent, 0);
+  for (int i = 0; i < 3; ++i) Attempt(d.path(), 9);  // a poison row from here on: stuck at 9
+  EXPECT_EQ(ShardState(Env::Default(), d.path(), 0).Read().attempts_spent, 3);
 }
 
 TEST(RetryBudgetTest, ResetGivesAFreshBudgetAndIsLogged) {
@@ -53,6 +55,19 @@ TEST(RetryBudgetTest, ResetGivesAFreshBudgetAndIsLogged) {
   Attempt(d.path(), 0);
   EXPECT_EQ(st.Read().attempts_spent, 1);
   EXPECT_EQ(st.Read().retry_count, 5);
+}
+
+TEST(RetryBudgetTest, InterruptedAttemptsAreFree) {
+  testing::TempDir d;
+  ShardState st(Env::Default(), d.path(), 0);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(st.MarkRunning({}).ok());
+    ASSERT_TRUE(st.MarkFailed("interrupted by SIGINT after 0 rows (resumable)", 0).ok());
+  }
+  EXPECT_EQ(st.Read().attempts_spent, 0);
+  ASSERT_TRUE(st.MarkRunning({}).ok());
+  ASSERT_TRUE(st.MarkFailed("boom", 0).ok());
+  EXPECT_EQ(st.Read().attempts_spent, 1);
 }
 
 TEST(RetryBudgetTest, OldLogLinesWithoutRowCountsAreSpent) {
