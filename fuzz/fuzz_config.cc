@@ -8,12 +8,12 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string yaml(reinterpret_cast<const char*>(data), size);
-  mmirage::LoadOptions opts;
+  mmirage::config::LoadOptions opts;
   opts.env = [](const std::string& name) -> std::optional<std::string> {
     if (name == "HOME") return mmirage::fuzz::ScratchDir();
     if (name == "X") return std::string("value");
     return std::nullopt;
   };
-  (void)mmirage::LoadConfigFromString(yaml, "fuzz.yaml", opts);
+  (void)mmirage::config::LoadConfigFromString(yaml, "fuzz.yaml", opts);
   return 0;
 }

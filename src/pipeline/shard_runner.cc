@@ -17,6 +17,7 @@
 #include "data/json.h"
 #include "data/line_reader.h"
 #include "pipeline/failure_report.h"
+#include "pipeline/input_identity.h"
 #include "pipeline/row_batches.h"
 #include "pipeline/stream_scheduler.h"
 #include "process/engine_factory.h"
@@ -389,6 +390,8 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   for (size_t d = 0; d < config.loading.datasets.size(); ++d) {
     const config::DatasetConfig& dc = config.loading.datasets[d];
     uint64_t fingerprint = DatasetFingerprint(config, d, opt.shard_id);
+    // Changed input files (path, size, first 64 KiB) change the fingerprint: never resume onto other data.
+    if (auto ident = InputIdentity(env, dc); ident.ok()) fingerprint = (fingerprint ^ *ident) * 1099511628211ull;
     // Published by an earlier attempt of this same config and shard, with no failed row: nothing to redo.
     auto done = ReadCompletedShard(env, dc.output_dir, opt.shard_id);
     if (done && done->fingerprint != fingerprint) done.reset();

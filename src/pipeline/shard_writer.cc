@@ -111,6 +111,10 @@ Status ShardWriter::Start() {
     auto v = ParseJson(*journal_text);
     const Value* fp = v.ok() ? v->Find("fingerprint") : nullptr;
     const Value* sp = v.ok() ? v->Find("splits") : nullptr;
+    if (fp && fp->is_string() && fp->as_string() != Hex(options_.fingerprint)) {
+      LOG_WARN("shard " << options_.shard_id << ": the config or its input files changed since the partial output "
+                        << "in " << work_dir_ << " was written; restarting the shard from scratch");
+    }
     if (fp && fp->is_string() && fp->as_string() == Hex(options_.fingerprint) && sp && sp->is_array() &&
         sp->size() == splits_.size()) {
       std::vector<std::string> dirs;

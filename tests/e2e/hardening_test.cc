@@ -89,6 +89,18 @@ pid_t StartRun(const std::string& cfg, const std::string& log) {
   return pid;
 }
 
+int64_t ShardProgressRows(const TempDir& d, int s) {
+  auto p = ParseJson(ReadFile(d.Path("state/shard_" + std::to_string(s) + "/progress.json")));
+  if (p.ok() && p->is_object() && p->Find("rows_done") && p->Find("rows_done")->is_int()) {
+    return p->Find("rows_done")->as_int();
+  }
+  return 0;
+}
+
+bool ShardSucceeded(const TempDir& d, int s) {
+  return Exists(d.Path("state/shard_" + std::to_string(s) + "/.SUCCESS"));
+}
+
 int64_t ProgressRows(const TempDir& d, int shards) {
   int64_t n = 0;
   for (int s = 0; s < shards; ++s) {
@@ -153,11 +165,11 @@ TEST(HardeningTest, FiftyKillNinesOfAFourShardRunWithMaxRetriesOneConverge) {
   ASSERT_FALSE(model.empty()) << "cannot generate the synthetic model with " << MakeTestModelTool();
   const int want_kills = std::getenv("MMIRAGE_KILLS") ? std::atoi(std::getenv("MMIRAGE_KILLS")) : 50;
   TempDir d;
-  WriteFile(d.Path("data.jsonl"), MakeRows(800));
+  WriteFile(d.Path("data.jsonl"), MakeRows(600));
   WriteFile(d.Path("ref.yaml"), LlmConfig(d, model, d.Path("ref_out"), d.Path("ref_state"), 4, 4, 1));
   auto ref = RunMmirage("run --config " + d.Path("ref.yaml") + " --log-level WARNING");
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
-  ASSERT_EQ(ReadLines(d.Path("ref_out/merged/data.jsonl")).size(), 800u);
+  ASSERT_EQ(ReadLines(d.Path("ref_out/merged/data.jsonl")).size(), 600u);
 
   std::string cfg = d.Path("faulty.yaml");
   WriteFile(cfg, LlmConfig(d, model, d.Path("out"), d.Path("state"), 4, 4, 1));
@@ -165,12 +177,18 @@ TEST(HardeningTest, FiftyKillNinesOfAFourShardRunWithMaxRetriesOneConverge) {
   std::uniform_int_distribution<int> extra_ms(0, 400);
   int kills = 0;
   while (kills < want_kills) {
-    int64_t before = ProgressRows(d, 4);
+    int64_t before[4];
+    for (int s = 0; s < 4; ++s) before[s] = ShardProgressRows(d, s);
     pid_t pg = StartRun(cfg, d.Path("faulty.log"));
-    // Kill once this attempt has committed something new (or after a while), at a random moment after that.
-    for (int i = 0; i < 500 && ProgressRows(d, 4) <= before; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    // Kill once every unfinished shard has committed something in this attempt (or after 60 s), at a random
+    // moment after that: an attempt that commits nothing before its kill spends the budget, by design.
+    auto all_moved = [&] {
+      for (int s = 0; s < 4; ++s) {
+        if (!ShardSucceeded(d, s) && ShardProgressRows(d, s) <= before[s]) return false;
+      }
+      return true;
+    };
+    for (int i = 0; i < 6000 && !all_moved(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     std::this_thread::sleep_for(std::chrono::milliseconds(extra_ms(rng)));
     int status = 0;
     if (::waitpid(pg, &status, WNOHANG) == pg) break;  // finished before the kill
