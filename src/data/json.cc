@@ -122,7 +122,7 @@ Result<Value> ParseJson(std::string_view text) {
   if (buf.size() < text.size() || buf.size() > text.size() + (1 << 20)) {
     buf = simdjson::padded_string(text.size());
   }
-  std::memcpy(buf.data(), text.data(), text.size());
+  if (!text.empty()) std::memcpy(buf.data(), text.data(), text.size());  // memcpy(_, nullptr, 0) is UB
   simdjson::dom::element root;
   auto err = parser.parse(buf.data(), text.size(), false).get(root);
   if (err) return Status::Corruption(std::string("invalid JSON: ") + simdjson::error_message(err));

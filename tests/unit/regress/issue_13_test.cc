@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "config/config.h"
 #include "data/json.h"
 #include "query/jmespath.h"
 #include "template/template.h"
@@ -280,6 +281,31 @@ TEST(Issue13Data, WideObjectsParseInLinearTime) {
   Value copy = *v;
   EXPECT_TRUE(copy == *v);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
+}
+
+// ---- fuzzer findings -----------------------------------------------------------------------------------------------
+// fuzz_json/fuzz_template/fuzz_journal: ParseJson("") passed a null pointer to memcpy (UBSan).
+TEST(Issue13Fuzz, EmptyJsonIsAnErrorWithoutUndefinedBehaviour) {
+  EXPECT_FALSE(ParseJson(std::string_view()).ok());
+  EXPECT_FALSE(ParseJson("").ok());
+}
+
+// fuzz_config: a dataset without `path` made yaml-cpp throw InvalidNode (an uncaught exception: abort).
+TEST(Issue13Fuzz, DatasetWithoutPathIsAConfigErrorNotAnAbort) {
+  config::LoadOptions o;
+  o.env = [](const std::string&) { return std::optional<std::string>(); };
+  auto c = config::LoadConfigFromString(
+      "processors: []\n"
+      "loading_params:\n"
+      "  datasets:\n"
+      "    - {tyloading_paramsh: \"a/*.jsonl\", output_dir: out, split: train}\n"
+      "processing_params:\n"
+      "  inputs: [{name: q, key: q}]\n"
+      "  outputs: []\n"
+      "  output_schema: {q: \"{{ q }}\"}\n",
+      "cfg.yaml", o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("cfg.yaml"), std::string::npos) << c.status().ToString();
 }
 
 }  // namespace
