@@ -42,7 +42,10 @@ class RowTransform {
   RowTransform(const config::Config* config, Env* env, std::string image_base_path);
 
   // The variable environment of a row: an object {input name → value}. Errors (stage kExtract): a required
-  // input that is null/missing, a JMESPath runtime error, an unresolvable image path.
+  // input that is null/missing, a JMESPath runtime error, an unresolvable image path, a malformed data: URI.
+  // Image values: paths resolve as the original does (spec pipeline.md §5.1, same error texts); http(s) URLs,
+  // data: URIs and bytes pass through; an HF Image struct {"bytes", "path"} passes through with bytes, has its
+  // path resolved without, and is a null image when both are null.
   StageResult<Value> Extract(const Value& row) const;
 
   // The output row: output_schema rendered with `vars` (a plain `{{ var }}` keeps the variable's JSON type, an
@@ -53,9 +56,21 @@ class RowTransform {
   // per-row hot path). On error *out is left as it was.
   StageResult<bool> RenderOutputJson(const Value& row, const Value& vars, std::string* out) const;
 
+  // Bytes values in RenderOutputJson's rows are written in the tagged journal form (data/tagged_json.h): for
+  // outputs converted to Arrow/Parquet at publish time. Set before sharing the transform.
+  void set_tag_bytes(bool on) { tag_bytes_ = on; }
+
+  // cast_images (spec pipeline.md §7.3) for HF/Parquet outputs: a top-level output_schema column that is exactly
+  // `{{ x }}` with x an image_gen output in `path` mode becomes an image value {"bytes": <the file's bytes>,
+  // "path": <its file name>} (an HF Image feature, self-contained); null, "" and "none" become null. A file that
+  // cannot be read is a row error (stage render_output). Set before sharing the transform.
+  void set_cast_images(bool on) { cast_images_ = on && !image_columns_.empty(); }
+  const std::vector<std::string>& image_columns() const { return image_columns_; }
+
   const std::vector<config::OutputVar>& outputs() const { return config_->processing.outputs; }
 
-  // The rendered prompt of output `index` for `vars` (stage kRenderPrompt on error).
+  // The rendered prompt of output `index` for `vars` (stage kRenderPrompt on error). In `llm` prompts image
+  // variables render as their placeholders (process/image_inputs.h: where the prompt places an image).
   StageResult<std::string> RenderPrompt(size_t index, const Value& vars) const;
 
  private:
@@ -66,6 +81,12 @@ class RowTransform {
   Env* env_;
   std::string image_base_path_;
   bool unique_input_names_ = true;
+  std::vector<std::string> image_names_;  // image variables, sorted
+  bool tag_bytes_ = false;
+  bool cast_images_ = false;
+  std::vector<std::string> image_columns_;  // top-level schema keys cast by cast_images
+  Status RenderTopMember(const std::string& key, const config::OutputNode& node, const Value& vars,
+                         std::string* out) const;
 };
 
 }  // namespace mmirage::pipeline

@@ -3,8 +3,12 @@
 #include <algorithm>
 
 #include "data/utf8.h"
+#include "process/image_inputs.h"
+#include "process/custom_processor.h"
+#include "process/image_gen_processor.h"
 #include "process/json_output.h"
 #include "process/llm_options.h"
+#include "process/mmproj.h"
 #include "process/model_ref.h"
 
 namespace mmirage::process {
@@ -13,7 +17,9 @@ namespace mmirage::process {
 struct OutputGenerator::Route {
   const config::OutputVar* output = nullptr;
   engine::Engine* engine = nullptr;
+  OutputProcessor* processor = nullptr;  // custom / image_gen outputs
   engine::Request base;  // sampling, kwargs, schema; prompt filled per row
+  std::vector<std::string> image_names;  // the config's image variables, by name (see image_inputs.h)
 };
 
 // One row's generation of one output, across retries.
@@ -36,6 +42,9 @@ EngineFactory LlamaEngineFactory() {
     auto local = ResolveModelPath(Env::Default(), m.options.model_path, config::ProcessEnvLookup());
     if (!local.ok()) return local.status().WithContext(p.loc.ToString() + ": processor 'llm'");
     m.options.model_path = *local;
+    auto mmproj = ResolveMmprojPath(Env::Default(), *local, p.llm.mmproj_path, config::ProcessEnvLookup());
+    if (!mmproj.ok()) return mmproj.status().WithContext(p.loc.ToString() + ": processor 'llm'");
+    m.options.mmproj_path = *mmproj;
     auto e = engine::CreateLlamaEngine(m.options);
     if (!e.ok()) return e.status().WithContext(p.loc.ToString() + ": processor 'llm'");
     return e;
@@ -55,12 +64,32 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
     route->output = &o;
     const config::Processor* p = config.FindProcessor(o.type);
     if (p == nullptr) return Status::InvalidArgument(o.loc.ToString() + ": no processor of type '" + o.type + "'");
+    if (o.type == "custom" || o.type == "image_gen") {
+      if (!g->processors_.count(o.type)) {
+        std::unique_ptr<OutputProcessor> proc;
+        if (o.type == "custom") {
+          MMIRAGE_ASSIGN_OR_RETURN(proc, StartCustomProcessor(*p, CustomStartOptions{}, warnings));
+        } else {
+          ImageGenStartOptions io;
+          io.shard_id = config.loading.shard_id;
+          io.log_dir = JoinPath(config.loading.state_dir, "shard_" + std::to_string(config.loading.shard_id));
+          MMIRAGE_ASSIGN_OR_RETURN(proc, StartImageGenProcessor(config, *p, io, warnings));
+        }
+        g->processors_[o.type] = std::move(proc);
+      }
+      route->processor = g->processors_[o.type].get();
+      g->routes_.push_back(std::move(route));
+      continue;
+    }
     if (o.type != "llm") {
       return Status::InvalidArgument(o.loc.ToString() + ": output '" + o.name + "' needs the '" + o.type +
                                      "' processor, which this build cannot run yet");
     }
     if (!g->engines_.count(o.type)) {
-      MMIRAGE_ASSIGN_OR_RETURN(auto e, factory(*p, warnings));
+      config::Processor pc = *p;
+      // Image inputs need a projector: without server_args.mmproj_path, look for one next to the model.
+      if (pc.llm.mmproj_path.empty() && ConfigHasImageInputs(config)) pc.llm.mmproj_path = kMmprojAuto;
+      MMIRAGE_ASSIGN_OR_RETURN(auto e, factory(pc, warnings));
       g->engines_[o.type] = std::move(e);
     }
     route->engine = g->engines_[o.type].get();
@@ -69,18 +98,34 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
     route->base.sampling = sm.params;
     route->base.chat_template_kwargs = sm.chat_template_kwargs;
     if (o.json) route->base.json_schema = BuildJsonSchema(o.schema);
+    route->image_names = ImageVariableNames(config);
     g->routes_.push_back(std::move(route));
   }
   return g;
 }
 
-void OutputGenerator::Generate(size_t output_index, std::string prompt, const Value& vars,
+void OutputGenerator::Generate(size_t output_index, std::string prompt, const Value& vars, const RowInfo& row,
                                std::function<void(GenerateResult)> done) {
+  if (OutputProcessor* proc = routes_[output_index]->processor) {
+    proc->Generate(output_index, std::move(prompt), vars, row, std::move(done));
+    return;
+  }
   auto a = std::make_shared<Attempt>();
   a->route = routes_[output_index].get();
   a->request = a->route->base;
-  a->request.prompt = std::move(prompt);
   a->done = std::move(done);
+  if (!a->route->image_names.empty()) {
+    Result<PlacedImages> placed = PlaceImages(std::move(prompt), vars, a->route->image_names);
+    if (!placed.ok()) {
+      a->result.status = placed.status().WithContext("output '" + a->route->output->name + "'");
+      a->done(std::move(a->result));
+      return;
+    }
+    a->request.prompt = std::move(placed->prompt);
+    a->request.images = std::move(placed->images);
+  } else {
+    a->request.prompt = std::move(prompt);
+  }
   Submit(std::move(a));
 }
 
@@ -136,12 +181,14 @@ void OutputGenerator::Submit(std::shared_ptr<Attempt> a) {
 int OutputGenerator::Capacity() const {
   int n = 0;
   for (const auto& [_, e] : engines_) n += e->Capacity();
+  for (const auto& [_, p] : processors_) n += p->Capacity();
   return std::max(1, n);
 }
 
 double OutputGenerator::LoadSeconds() const {
   double s = 0;
   for (const auto& [_, e] : engines_) s += e->LoadSeconds();
+  for (const auto& [_, p] : processors_) s += p->LoadSeconds();
   return s;
 }
 
@@ -159,12 +206,16 @@ engine::EngineCounters OutputGenerator::Counters() const {
     sum.prompt_tokens_reused += c.prompt_tokens_reused;
     sum.tokens_generated += c.tokens_generated;
     sum.decode_calls += c.decode_calls;
+    sum.images_encoded += c.images_encoded;
+    sum.images_reused += c.images_reused;
+    sum.image_tokens += c.image_tokens;
   }
   return sum;
 }
 
 void OutputGenerator::Shutdown() {
   for (auto& [_, e] : engines_) e->Shutdown();
+  for (auto& [_, p] : processors_) p->Shutdown();
 }
 
 }  // namespace mmirage::process

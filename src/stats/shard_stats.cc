@@ -62,6 +62,10 @@ Value ShardStats::ToValue() const {
                              4))
              : Value());
   v.Set("prompt_tokens_reused", OptI(prompt_tokens_reused));
+  if (images_encoded || images_reused) {
+    v.Set("images_encoded", OptI(images_encoded));
+    v.Set("images_reused", OptI(images_reused));
+  }
   bool total_rate = output_tokens && *output_tokens > 0 && inf && *inf > 0;
   v.Set("tokens_per_sec", total_rate ? Value(RoundTo(static_cast<double>(*output_tokens) / *inf, 2)) : Value());
   v.Set("cpu_util_mean", OptD(cpu_util_mean));
@@ -84,6 +88,8 @@ ShardStats ShardStats::FromValue(const Value& v) {
   s.model_load_seconds = GetD(v, "model_load_seconds");
   s.throughput_rows_per_sec = GetD(v, "throughput_rows_per_sec");
   s.prompt_tokens_reused = GetI(v, "prompt_tokens_reused");
+  s.images_encoded = GetI(v, "images_encoded");
+  s.images_reused = GetI(v, "images_reused");
   s.cpu_util_mean = GetD(v, "cpu_util_mean");
   s.machine_cpu_util_mean = GetD(v, "machine_cpu_util_mean");
   return s;

@@ -22,6 +22,9 @@ struct ShardStats {
   // Extensions (after the spec's keys): prompt tokens served from a shared prefix instead of evaluated, and the
   // output token rate of the whole shard (meaningful on CPU too, where per-GPU rates are null).
   std::optional<int64_t> prompt_tokens_reused;
+  // Extensions (vision): images run through the vision encoder, and images whose encoding was reused (null when
+  // the shard sent no image to the embedded engine).
+  std::optional<int64_t> images_encoded, images_reused;
   // Extensions from the utilisation poller (stats/utilization.h): this process's CPU use in percent of one core
   // (as `top`; above 100 with several busy threads) and the whole machine's CPU use in percent of all cores.
   std::optional<double> cpu_util_mean, machine_cpu_util_mean;
