@@ -27,7 +27,7 @@ TEST(HardeningTest, HostileRowsAreRowErrorsListedWithFileAndLine) {
   WriteFile(d.Path("cfg.yaml"),
             "processors: []\n"
             "loading_params:\n"
-            "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + "}]\n"
+            "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + ", output_format: jsonl}]\n"
             "  state_dir: " + d.Path("state") + "\n"
             "processing_params:\n"
             "  inputs: [{name: a, key: a}, {name: b, key: b}, {name: s, key: s}, {name: id, key: id}]\n"
@@ -57,7 +57,7 @@ std::string LlmConfig(const TempDir& d, const std::string& model, const std::str
          "      extra_engine_args: {max_running_requests: 1, context_length: 512, n_threads: 1}\n"
          "    default_sampling_params: {temperature: 0, max_new_tokens: 24}\n"
          "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + out + "}]\n"
+         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + out + ", output_format: jsonl}]\n"
          "  state_dir: " + state + "\n"
          "  num_shards: " + std::to_string(shards) + "\n"
          "processing_params:\n"
