@@ -24,3 +24,9 @@ if ! sinfo -h -o %t >/dev/null 2>&1; then
 fi
 cd "$ROOT/build"
 ctest --output-on-failure --timeout 900 -j "${MMIRAGE_TEST_JOBS:-2}" "$@"
+# The whole run (no ctest arguments) also builds and runs the unit tests under ASan+UBSan and gives every fuzzer a
+# 30 s smoke (issue #13); MMIRAGE_SKIP_SANITIZE=1 skips both.
+if (($# == 0)) && [ "${MMIRAGE_SKIP_SANITIZE:-0}" != 1 ]; then
+  "$ROOT/scripts/sanitize.sh"
+  "$ROOT/scripts/fuzz.sh"
+fi

@@ -181,15 +181,20 @@ struct OutputVar {
 };
 
 // A node of processing_params.output_schema: a map, a list, a template string or a constant.
+struct OutputMember;  // {first: key, second: node}; a struct, not a std::pair, so that clang accepts the recursion
 struct OutputNode {
   enum class Kind { kMap, kList, kTemplate, kConst };
   Kind kind = Kind::kConst;
-  std::vector<std::pair<std::string, OutputNode>> members;  // kMap, in YAML order
+  std::vector<OutputMember> members;                        // kMap, in YAML order
   std::vector<OutputNode> items;                            // kList
   std::optional<tmpl::Template> tmpl;                       // kTemplate
   std::optional<std::string> plain_var;                     // kTemplate that is exactly `{{ var }}`
   Value constant;                                           // kConst
   Loc loc;                                                  // where the node was written
+};
+struct OutputMember {
+  std::string first;
+  OutputNode second;
 };
 
 struct ProcessingParams {

@@ -557,6 +557,8 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   for (unsigned char ch : yaml) c.fingerprint = (c.fingerprint ^ ch) * 1099511628211ull;
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);  // empty file = empty map
   if (!root.IsMap()) return Status::InvalidArgument(diag.LocOf(root).ToString() + ": the config must be a YAML map");
+  // yaml-cpp throws on some node misuse (found by fuzz/fuzz_config): whatever slips through is a config error.
+  try {
   MapReader top(&diag, &env, root, "");
   for (const char* req : {"processors", "loading_params", "processing_params"}) {
     if (!top.Has(req)) diag.Error(Loc{name, 1, 1}, std::string("missing required section '") + req + "'");
@@ -578,6 +580,9 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   top.Get("processing_params");
   top.Finish();
   ValidateConfig(&diag, &c);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(name + ": invalid config: " + e.what());
+  }
   c.warnings = std::move(diag.warnings);
   if (!diag.errors.empty()) {
     std::string msg;

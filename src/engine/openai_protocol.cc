@@ -19,6 +19,10 @@ void Key(const char* k, std::string* out) {
 
 void NumberField(const char* k, double v, std::string* out) {
   Key(k, out);
+  if (!std::isfinite(v)) {
+    out->append("null");  // NaN / inf (e.g. `.nan` in YAML) have no JSON form: the body must stay valid JSON
+    return;
+  }
   AppendDouble(v, out);
 }
 

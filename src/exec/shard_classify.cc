@@ -51,12 +51,13 @@ ShardDetail Detail(const ClassifyOptions& o, const ShardRecord& r, double now_s)
   d.shard_id = r.shard_id;
   d.status = r.status;
   d.attempts = r.retry_count;
+  d.attempts_spent = r.attempts_spent;
   d.hostname = r.hostname;
   d.error = r.error;
   d.rows_failed = r.failed_rows;
   d.batch = r.batch;
   if (r.status == "running") d.stale_reason = StaleReason(o, r, now_s);
-  d.shard_class = ClassifyShard(r.status, !d.stale_reason.empty(), d.attempts, o.max_retries);
+  d.shard_class = ClassifyShard(r.status, !d.stale_reason.empty(), d.attempts_spent, o.max_retries);
   if (r.status == "success") {
     ShardStats st = ShardStats::FromValue(r.stats);
     if (r.stats.is_object()) {
@@ -176,6 +177,7 @@ Value ShardDetailValue(const ShardDetail& d) {
   v.Set("class", ShardClassName(d.shard_class));
   v.Set("stale_reason", d.stale_reason.empty() ? Value() : Value(d.stale_reason));
   v.Set("attempts", d.attempts);
+  v.Set("attempts_spent", d.attempts_spent);
   v.Set("rows_done", OptI(d.rows_done));
   v.Set("rows_total", OptI(d.rows_total));
   v.Set("rows_failed", d.rows_failed);
@@ -215,7 +217,7 @@ std::string FormatShardTable(const Classification& c) {
     std::string rows_cell = "-";
     if (d.rows_done) rows_cell = std::to_string(*d.rows_done) + "/" + (d.rows_total ? std::to_string(*d.rows_total)
                                                                                     : std::string("?"));
-    rows.push_back({std::to_string(d.shard_id), status, std::to_string(d.attempts) + "/" + budget, rows_cell,
+    rows.push_back({std::to_string(d.shard_id), status, std::to_string(d.attempts_spent) + "/" + budget, rows_cell,
                     std::to_string(d.rows_failed), Cell(d.hostname),
                     d.runtime_seconds ? CompactDuration(*d.runtime_seconds) : "-",
                     d.eta_seconds ? CompactDuration(*d.eta_seconds) : "-"});

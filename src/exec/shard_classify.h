@@ -4,7 +4,8 @@
 //   successful  status `success`
 //   running     status `running` and the worker looks alive
 //   failed      anything else, retryable: `failed`, `missing`, `unknown`, or a *stale* `running` record
-//   exhausted   not successful, not (live) running, and attempts >= max_retries + 1: the budget is spent
+//   exhausted   not successful, not (live) running, and spent attempts >= max_retries + 1: the budget is spent
+//               (an attempt that committed new rows is not spent: ShardRecord::attempts_spent)
 // Differences from the original: a shard runs at most max_retries + 1 attempts in total (the original allows one
 // more); a `running` record is stale, hence failed, when its worker ran on this host and its pid is gone, or when
 // its heartbeat (state/heartbeat.h; started_at when there is no heartbeat file yet) is older than
@@ -38,6 +39,7 @@ struct ShardDetail {
   std::string status;          // as recorded: success | running | failed | missing | unknown
   std::string stale_reason;    // non-empty for a stale `running` record ("process 123 on node1 is gone", …)
   int64_t attempts = 0;        // attempts made so far (status.json retry_count, or attempts.log when larger)
+  int64_t attempts_spent = 0;  // attempts that count against max_retries (ShardRecord::attempts_spent)
   std::optional<int64_t> rows_done, rows_total;  // success: rows written; otherwise from progress.json
   int64_t rows_failed = 0;     // rows recorded in errors.jsonl
   std::optional<std::string> hostname;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -137,11 +138,18 @@ Status RunRowBatches(RowStream* stream, const RowTransform& transform, const Row
         ProcessedBatch out;
         out.lines.reserve(b.text.size() + b.text.size() / 2);
         for (const auto& r : b.rows) {
-          if (r.value != SIZE_MAX) {
-            ProcessRowValue(transform, r.index, *r.file, r.line, b.values[r.value], &out);
-          } else {
-            ProcessRow(transform, r.index, *r.file, r.line, std::string_view(b.text).substr(r.offset, r.length),
-                       &out);
+          // No exception may leave a worker thread (it would terminate the process): the engines report data
+          // errors as values, and anything else thrown (an allocation failure on hostile data) fails the row.
+          try {
+            if (r.value != SIZE_MAX) {
+              ProcessRowValue(transform, r.index, *r.file, r.line, b.values[r.value], &out);
+            } else {
+              ProcessRow(transform, r.index, *r.file, r.line, std::string_view(b.text).substr(r.offset, r.length),
+                         &out);
+            }
+          } catch (const std::exception& e) {
+            out.failures.push_back({r.index, *r.file + ":" + std::to_string(r.line),
+                                    RowError{Stage::kRenderOutput, std::string("internal error: ") + e.what()}});
           }
         }
         std::lock_guard<std::mutex> l(ch.mu);

@@ -18,6 +18,8 @@
 #include "data/line_reader.h"
 #include "data/output_reader.h"
 #include "data/hf_writer.h"
+#include "pipeline/failure_report.h"
+#include "pipeline/input_identity.h"
 #include "pipeline/row_batches.h"
 #include "pipeline/stream_scheduler.h"
 #include "process/cache_key.h"
@@ -439,6 +441,8 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   for (size_t d = 0; d < config.loading.datasets.size(); ++d) {
     const config::DatasetConfig& dc = config.loading.datasets[d];
     uint64_t fingerprint = DatasetFingerprint(config, d, opt.shard_id);
+    // Changed input files (path, size, first 64 KiB) change the fingerprint: never resume onto other data.
+    if (auto ident = InputIdentity(env, dc); ident.ok()) fingerprint = (fingerprint ^ *ident) * 1099511628211ull;
     // Published by an earlier attempt of this same config and shard, with no failed row: nothing to redo.
     auto done = ReadCompletedShard(env, dc.output_dir, opt.shard_id);
     if (done && done->fingerprint != fingerprint) done.reset();
@@ -487,7 +491,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
         Status c = (*writer)->Commit();
         (*writer)->Abandon();
         reporter.reset();
-        std::string why = std::string("interrupted by ") + (StopSignal() == SIGINT ? "SIGINT" : "SIGTERM") +
+        std::string why = std::string("interrupted by ") + StopSignalName() +
                           " after " + std::to_string(progress.rows_done.load()) + " rows (resumable)";
         if (!c.ok()) why += "; last commit failed: " + c.message();
         return fail(Status::Unavailable(why));
@@ -505,14 +509,18 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   }
   reporter.reset();
 
+  std::string where;
+  for (const auto& f : error_files) where += (where.empty() ? "" : ", ") + f;
+  if (report.rows_failed > 0) {
+    // The first failed rows with FILE:LINE, stage and message: enough to act on without opening errors.jsonl.
+    for (const auto& line : FirstFailures(env, error_files)) LOG_WARN("failed row: " << line);
+  }
   if (report.rows_failed > config.execution.max_failed_rows) {
-    std::string where;
-    for (const auto& f : error_files) where += (where.empty() ? "" : ", ") + f;
     return fail(Status::InvalidArgument(std::to_string(report.rows_failed) + " row(s) failed (max_failed_rows=" +
                                         std::to_string(config.execution.max_failed_rows) + "); see " + where));
   }
   if (report.rows_failed > 0) {
-    LOG_WARN(report.rows_failed << " row(s) failed and were recorded in errors.jsonl (within max_failed_rows="
+    LOG_WARN(report.rows_failed << " row(s) failed and were recorded in " << where << " (within max_failed_rows="
                                 << config.execution.max_failed_rows << ")");
   }
 

@@ -27,7 +27,13 @@ struct ShardRecord {
   Value stats;                           // object or null
   int64_t failed_rows = 0;               // extension: rows recorded in errors.jsonl
   Value batch;                           // extension, batch_api shards: progress of the provider batches or null
-  int64_t attempts_logged = 0;           // lines of attempts.log (not serialised)
+  int64_t attempts_logged = 0;           // attempt lines of attempts.log (not serialised)
+  // Attempts that count against max_retries (not serialised): the consecutive attempts, since the last budget
+  // reset and since the last attempt that made progress, that committed no new row. An attempt made progress
+  // when its successor (or the shard's progress.json now) shows more rows committed than at its start; such an
+  // attempt, and one stopped by a signal, refunds the budget. So interruptions never exhaust a shard that keeps
+  // moving, while a poison shard (no progress) still stops. Attempt lines without a row count (older state) count.
+  int64_t attempts_spent = 0;
 
   // status.json content (keys sorted, 2-space indent, trailing newline).
   std::string ToJson() const;
@@ -56,6 +62,11 @@ class ShardState {
   // Returns the attempt number (1 for the first).
   Result<int64_t> MarkRunning(const RunInfo& info);
   Status MarkSuccess(Value stats, int64_t failed_rows);
+  // Gives the shard a fresh retry budget: appends "reset <local ISO time>" to attempts.log (fsynced), after which
+  // attempts_spent counts from zero again (retry_count, the attempt number, keeps growing).
+  Status ResetBudget();
+  // An `error` starting "interrupted by " (a stop signal) also appends "interrupted <attempt>" to attempts.log:
+  // such an attempt does not spend the retry budget.
   Status MarkFailed(const std::string& error, int64_t failed_rows);
   // batch_api: the shard's requests are with the provider (neither success nor failure; marker .SUBMITTED).
   // `batch` describes them ({"batches_total", "batches_completed", "batches_in_progress", "batches_failed",
