@@ -241,9 +241,16 @@ void ReadImageGen(MapReader& r, ImageGenProcessor* p) {
     d->Error(r.LocOf("backend"), "backend='sglang' requires a 'sglang:' configuration block.");
   r.MapValue("default_sampling_params", &p->default_sampling_params);
   r.Bool("parallel_inference", &p->parallel_inference);
-  if (r.OptInt("parallel_chunk_size", &p->parallel_chunk_size) && p->parallel_chunk_size &&
-      *p->parallel_chunk_size <= 0)
-    d->Error(r.LocOf("parallel_chunk_size"), "parallel_chunk_size must be > 0 when set");
+  if (r.OptInt("parallel_chunk_size", &p->parallel_chunk_size) && p->parallel_chunk_size) {
+    if (*p->parallel_chunk_size <= 0) {
+      d->Error(r.LocOf("parallel_chunk_size"), "parallel_chunk_size must be > 0 when set");
+    } else {
+      // Accepted for the original's configs, but it cannot change anything here: say so rather than ignore it.
+      d->Warn(r.LocOf("parallel_chunk_size"),
+              "parallel_chunk_size has no effect: every sample is its own request (at most "
+              "max_concurrent_requests in flight) and a failed sample is retried alone");
+    }
+  }
   r.String("output_dir", &p->output_dir);
   if (r.String("file_format", &p->file_format) && Trim(p->file_format).empty()) {
     d->Warn(r.LocOf("file_format"), "empty file_format; using 'png'");

@@ -445,7 +445,12 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     if (auto ident = InputIdentity(env, dc); ident.ok()) fingerprint = (fingerprint ^ *ident) * 1099511628211ull;
     // Published by an earlier attempt of this same config and shard, with no failed row: nothing to redo.
     auto done = ReadCompletedShard(env, dc.output_dir, opt.shard_id);
-    if (done && done->fingerprint != fingerprint) done.reset();
+    if (done && done->fingerprint != fingerprint) {
+      LOG_WARN("dataset " << dc.output_dir << ": shard " << opt.shard_id
+                          << " was published from another config or other input data (" << dc.path
+                          << " changed?); it is computed again from the start");
+      done.reset();
+    }
     if (done && done->rows_failed == 0) {
       LOG_INFO("dataset " << dc.output_dir << ": shard " << opt.shard_id << " already complete ("
                           << done->rows_written << " rows); kept");

@@ -66,6 +66,7 @@ std::string LlmConfig(const TempDir& d, const std::string& model, const std::str
          "  remove_columns: true\n"
          "  output_schema: {id: \"{{ id }}\", answer: \"{{ answer }}\"}\n"
          "execution_params:\n"
+         "  cache: off\n"  // the reference run must not answer the faulty runs from the generation cache
          "  retry: true\n"
          "  merge: true\n"
          "  local_workers: " + std::to_string(workers) + "\n"

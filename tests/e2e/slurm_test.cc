@@ -148,7 +148,12 @@ TEST(SlurmTest, BatchApiArrayTasksSubmitAndCollectPublishes) {
   CommandResult r = RunCommand("OPENAI_API_KEY=test-key '" + std::string(MMIRAGE_BINARY) + "' run --config " +
                                d.Path("cfg.yaml"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (int s = 0; s < 2; ++s) EXPECT_EQ(StatusField(d.Path("b_state"), s, "status"), "submitted") << r.err;
+  // Each task submitted its shard; a task may also find its batch already done (the fake provider is quick) and
+  // publish at once. Either way no shard failed, and collect finishes the rest.
+  for (int s = 0; s < 2; ++s) {
+    std::string st = StatusField(d.Path("b_state"), s, "status");
+    EXPECT_TRUE(st == "submitted" || st == "success") << st << "\n" << r.err;
+  }
   CommandResult c = RunCommand("OPENAI_API_KEY=test-key '" + std::string(MMIRAGE_BINARY) + "' collect --config " +
                                d.Path("cfg.yaml"));
   EXPECT_EQ(c.exit_code, 0) << c.err;

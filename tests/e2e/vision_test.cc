@@ -329,7 +329,7 @@ TEST(VisionResumeTest, KillNineThenResumeGivesTheFaultFreeOutputWithImageRows) {
            "  outputs: [{name: answer, type: llm, prompt: \"{{ q }}\"}]\n"
            "  remove_columns: true\n"
            "  output_schema: {id: \"{{ id }}\", answer: \"{{ answer }}\"}\n"
-           "execution_params: {commit_every_rows: 3, commit_interval_seconds: 0.2}\n";
+           "execution_params: {cache: off, commit_every_rows: 3, commit_interval_seconds: 0.2}\n";
   };
   WriteFile(d.Path("ref.yaml"), config("ref"));
   auto ref = RunMmirage("run --config " + d.Path("ref.yaml") + " --log-level WARNING");
