@@ -166,11 +166,11 @@ TEST(HardeningTest, FiftyKillNinesOfAFourShardRunWithMaxRetriesOneConverge) {
   ASSERT_FALSE(model.empty()) << "cannot generate the synthetic model with " << MakeTestModelTool();
   const int want_kills = std::getenv("MMIRAGE_KILLS") ? std::atoi(std::getenv("MMIRAGE_KILLS")) : 50;
   TempDir d;
-  WriteFile(d.Path("data.jsonl"), MakeRows(1200));
+  WriteFile(d.Path("data.jsonl"), MakeRows(2000));
   WriteFile(d.Path("ref.yaml"), LlmConfig(d, model, d.Path("ref_out"), d.Path("ref_state"), 4, 4, 1));
   auto ref = RunMmirage("run --config " + d.Path("ref.yaml") + " --log-level WARNING");
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
-  ASSERT_EQ(ReadLines(d.Path("ref_out/merged/data.jsonl")).size(), 1200u);
+  ASSERT_EQ(ReadLines(d.Path("ref_out/merged/data.jsonl")).size(), 2000u);
 
   std::string cfg = d.Path("faulty.yaml");
   WriteFile(cfg, LlmConfig(d, model, d.Path("out"), d.Path("state"), 4, 4, 1));
