@@ -432,7 +432,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   for (const auto& f : error_files) where += (where.empty() ? "" : ", ") + f;
   if (report.rows_failed > 0) {
     // The first failed rows with FILE:LINE, stage and message: enough to act on without opening errors.jsonl.
-    for (const auto& line : FirstFailures(env, error_files)) LOG_WARN("failed row: " << line);
+    LogFailedRows(FirstFailures(env, error_files));
   }
   if (report.rows_failed > config.execution.max_failed_rows) {
     return fail(Status::InvalidArgument(std::to_string(report.rows_failed) + " row(s) failed (max_failed_rows=" +
