@@ -1,0 +1,157 @@
+#include "pipeline/batch_collect.h"
+
+#include <algorithm>
+
+#include "data/dataset.h"
+#include "data/json.h"
+#include "data/line_reader.h"
+#include "process/batch_request.h"
+#include "process/json_output.h"
+#include "util/log.h"
+
+namespace mmirage::pipeline::batch {
+
+Result<Value> AnswerValue(const config::OutputVar& o, const process::BatchAnswer& a) {
+  if (!a.ok) return Status::Unavailable("provider error: " + a.error);
+  std::string text = StripSpace(a.text);
+  if (!o.json || o.schema.empty()) {
+    if (o.json) {  // JSON without a schema: any JSON object
+      auto v = ParseJson(text);
+      if (!v.ok() || !v->is_object()) return Status::InvalidArgument("output is not a JSON object: " + text.substr(0, 200));
+      return *v;
+    }
+    return Value(text);
+  }
+  return process::CheckJsonOutput(text, o.schema);
+}
+
+bool ApplyAnswers(const BatchShardContext& ctx, RowCtx& c, int64_t stage, RowError* err, int64_t* in_tokens,
+                  int64_t* out_tokens, int64_t* missing) {
+  const auto& outs = ctx.config.processing.outputs;
+  bool has_images = false;
+  for (const auto& in : ctx.config.processing.inputs) {
+    const Value* v = in.image ? c.vars.Find(in.name) : nullptr;
+    has_images |= v != nullptr && !v->is_null();
+  }
+  bool ok = true;  // every output's tokens are counted, also after a failed one (they were billed)
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (ctx.stages[i] >= stage) continue;
+    std::string id = CustomId(outs[i], has_images ? "multimodal" : "text", ctx.shard_id(), c);
+    if (ctx.batch_api().provider == "anthropic") {
+      auto n = process::NormalizeAnthropicCustomId(id);
+      if (n.ok()) id = *n;
+    }
+    auto it = ctx.answers.find(id);
+    if (it == ctx.answers.end()) {
+      auto e = ctx.ended.find(id);
+      if (ok) {
+        *err = RowError{Stage::kGenerate, "output '" + outs[i].name + "': " +
+                                              (e != ctx.ended.end() ? e->second : "no result from the provider")};
+        if (missing && e == ctx.ended.end()) *missing = static_cast<int64_t>(i);
+      }
+      ok = false;
+      continue;
+    }
+    if (it->second.input_tokens) *in_tokens += *it->second.input_tokens;
+    if (it->second.output_tokens) *out_tokens += *it->second.output_tokens;
+    if (!ok) continue;
+    auto v = AnswerValue(outs[i], it->second);
+    if (!v.ok()) {
+      *err = RowError{Stage::kGenerate, "output '" + outs[i].name + "': " + v.status().message()};
+      ok = false;
+      continue;
+    }
+    c.vars.Set(outs[i].name, std::move(*v));
+  }
+  return ok;
+}
+
+Result<bool> PollBatches(BatchShardContext* ctx, BatchShardReport* report) {
+  report->batches_total = report->batches_done = report->batches_failed = 0;
+  report->requests_total = report->requests_done = 0;
+  bool all_done = true;
+  MMIRAGE_TRY(ctx->env->CreateDirs(JoinPath(ctx->journal->dir(), "results")));
+  for (auto& c : ctx->journal->chunks()) {
+    if (!c.batch_id) continue;
+    ++report->batches_total;
+    int64_t n = static_cast<int64_t>(c.requests.size());
+    report->requests_total += n;
+    if (ctx->env->FileExists(ctx->ResultsPath(c))) {
+      ++report->batches_done;
+      if (c.ended) ++report->batches_failed;
+      report->requests_done += n;
+      continue;
+    }
+    MMIRAGE_ASSIGN_OR_RETURN(process::BatchStatus st, ctx->provider->GetStatus(*c.batch_id));
+    if (st.status == "completed" || st.status == "failed") {
+      if (st.status == "failed") {
+        LOG_WARN("shard " << ctx->shard_id() << ": batch " << *c.batch_id << " (" << c.name << ") ended with status '"
+                          << st.raw_status << "'; its requests without a result become row errors");
+        Value e = Value::EmptyObject();
+        e.Set("event", "ended");
+        e.Set("name", c.name);
+        e.Set("status", st.raw_status);
+        MMIRAGE_TRY(ctx->journal->Append(e));
+        ++report->batches_failed;
+      }
+      if (st.status == "failed" && st.output_file_id.empty() && st.error_file_id.empty()) {
+        MMIRAGE_TRY(WriteFileAtomically(ctx->env, ctx->ResultsPath(c), ""));
+      } else {
+        MMIRAGE_TRY(ctx->provider->DownloadResults(*c.batch_id, st, ctx->ResultsPath(c)));
+      }
+      ++report->batches_done;
+      report->requests_done += n;
+      continue;
+    }
+    all_done = false;
+    report->requests_done += std::min(n, st.requests_done);
+  }
+  return all_done;
+}
+
+Status LoadAnswers(BatchShardContext* ctx) {
+  ctx->answers.clear();
+  ctx->ended.clear();
+  for (const auto& c : ctx->journal->chunks()) {  // journal order: a resubmitted request's later answer wins
+    if (!c.batch_id || !ctx->env->FileExists(ctx->ResultsPath(c))) continue;
+    std::unordered_map<std::string, bool> in_chunk;
+    for (const auto& r : c.requests) in_chunk[r.custom_id] = true;
+    MMIRAGE_ASSIGN_OR_RETURN(auto reader, LineReader::Open(ctx->env, ctx->ResultsPath(c)));
+    std::string_view line;
+    int64_t line_no = 0;
+    while (true) {
+      MMIRAGE_ASSIGN_OR_RETURN(bool more, reader->Next(&line));
+      if (!more) break;
+      ++line_no;
+      if (IsBlankLine(line)) continue;
+      auto a = process::ParseBatchAnswer(ctx->batch_api().provider, line);
+      if (!a.ok()) {
+        LOG_WARN(ctx->ResultsPath(c) << ":" << line_no << ": " << a.status().message() << "; skipped");
+        continue;
+      }
+      if (!in_chunk.count(a->custom_id)) continue;
+      ctx->answers[a->custom_id] = std::move(*a);
+    }
+    if (c.ended) {
+      for (const auto& r : c.requests)
+        if (!ctx->answers.count(r.custom_id))
+          ctx->ended[r.custom_id] = "batch " + *c.batch_id + " ended with status '" + *c.ended + "' without a result";
+    }
+  }
+  return Status::OK();
+}
+
+Value BatchInfo(const BatchShardContext& ctx, const BatchShardReport& r) {
+  Value v = Value::EmptyObject();
+  v.Set("provider", ctx.batch_api().provider);
+  v.Set("batches_total", r.batches_total);
+  v.Set("batches_completed", r.batches_done - r.batches_failed);
+  v.Set("batches_failed", r.batches_failed);
+  v.Set("batches_in_progress", r.batches_total - r.batches_done);
+  v.Set("requests_total", r.requests_total);
+  v.Set("requests_done", r.requests_done);
+  v.Set("journal", ctx.journal ? JoinPath(ctx.journal->dir(), "journal.jsonl") : "");
+  return v;
+}
+
+}  // namespace mmirage::pipeline::batch
