@@ -5,6 +5,7 @@
 #include "data/dataset.h"
 #include "data/json.h"
 #include "data/line_reader.h"
+#include "pipeline/batch_cache.h"
 #include "process/batch_request.h"
 #include "process/json_output.h"
 #include "util/log.h"
@@ -25,22 +26,14 @@ Result<Value> AnswerValue(const config::OutputVar& o, const process::BatchAnswer
   return process::CheckJsonOutput(text, o.schema);
 }
 
-bool ApplyAnswers(const BatchShardContext& ctx, RowCtx& c, int64_t stage, RowError* err, int64_t* in_tokens,
-                  int64_t* out_tokens, int64_t* missing) {
+bool ApplyAnswers(const BatchShardContext& ctx, RowCtx& c, int64_t stage, RowError* err, AnswerTally* tally,
+                  int64_t* missing) {
   const auto& outs = ctx.config.processing.outputs;
-  bool has_images = false;
-  for (const auto& in : ctx.config.processing.inputs) {
-    const Value* v = in.image ? c.vars.Find(in.name) : nullptr;
-    has_images |= v != nullptr && !v->is_null();
-  }
+  const char* modality = HasImages(ctx.config, c) ? "multimodal" : "text";
   bool ok = true;  // every output's tokens are counted, also after a failed one (they were billed)
   for (size_t i = 0; i < outs.size(); ++i) {
     if (ctx.stages[i] >= stage) continue;
-    std::string id = CustomId(outs[i], has_images ? "multimodal" : "text", ctx.shard_id(), c);
-    if (ctx.batch_api().provider == "anthropic") {
-      auto n = process::NormalizeAnthropicCustomId(id);
-      if (n.ok()) id = *n;
-    }
+    std::string id = SentCustomId(ctx.batch_api().provider, CustomId(outs[i], modality, ctx.shard_id(), c));
     auto it = ctx.answers.find(id);
     if (it == ctx.answers.end()) {
       auto e = ctx.ended.find(id);
@@ -52,8 +45,17 @@ bool ApplyAnswers(const BatchShardContext& ctx, RowCtx& c, int64_t stage, RowErr
       ok = false;
       continue;
     }
-    if (it->second.input_tokens) *in_tokens += *it->second.input_tokens;
-    if (it->second.output_tokens) *out_tokens += *it->second.output_tokens;
+    if (tally != nullptr) {
+      int64_t in = it->second.input_tokens.value_or(0), out = it->second.output_tokens.value_or(0);
+      tally->prompt_tokens += in;
+      tally->completion_tokens += out;
+      ++tally->generations;
+      if (ctx.cached_ids.count(id)) {
+        ++tally->cached_generations;
+        tally->cached_prompt_tokens += in;
+        tally->cached_completion_tokens += out;
+      }
+    }
     if (!ok) continue;
     auto v = AnswerValue(outs[i], it->second);
     if (!v.ok()) {
@@ -112,6 +114,8 @@ Result<bool> PollBatches(BatchShardContext* ctx, BatchShardReport* report) {
 Status LoadAnswers(BatchShardContext* ctx) {
   ctx->answers.clear();
   ctx->ended.clear();
+  ctx->cached_ids.clear();
+  MMIRAGE_TRY(LoadCacheHits(ctx));
   for (const auto& c : ctx->journal->chunks()) {  // journal order: a resubmitted request's later answer wins
     if (!c.batch_id || !ctx->env->FileExists(ctx->ResultsPath(c))) continue;
     std::unordered_map<std::string, bool> in_chunk;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "config/config.h"
@@ -38,6 +39,8 @@ struct BatchShardContext {
   // Loaded by LoadAnswers: custom_id (as sent) → its latest answer, or why it has none (its batch ended).
   std::unordered_map<std::string, process::BatchAnswer> answers;
   std::unordered_map<std::string, std::string> ended;
+  std::unordered_set<std::string> cached_ids;  // of `answers`: answered by the generation cache, never submitted
+  bool cache_active = false;  // the generation cache is consulted for this shard (pipeline/batch_cache.h)
   uint64_t start_us = 0;  // this call's start (runtime of the publication)
 
   int64_t shard_id() const { return options.shard_id; }

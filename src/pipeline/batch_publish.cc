@@ -9,7 +9,7 @@ namespace mmirage::pipeline::batch {
 Status PublishShard(BatchShardContext* ctx, BatchShardReport* report) {
   const auto& ex = ctx->config.execution;
   std::unique_ptr<ShardWriter> writer;
-  int64_t in_total = 0, out_total = 0;
+  AnswerTally total;
   int64_t final_stage = ctx->num_stages();
   std::string usage;
   std::vector<std::string> error_files;
@@ -42,15 +42,21 @@ Status PublishShard(BatchShardContext* ctx, BatchShardReport* report) {
                            writer->Advance(c.part, 1);
                            if (!c.ok) return writer->AddError(c.part, c.index, c.source, c.error);
                            RowError err;
-                           int64_t a = 0, b = 0;
+                           AnswerTally t1;
                            int64_t missing = -1;
-                           bool ok = ApplyAnswers(*ctx, c, final_stage, &err, &a, &b, &missing);
-                           if (a > 0 || b > 0) {
-                             in_total += a;
-                             out_total += b;
+                           bool ok = ApplyAnswers(*ctx, c, final_stage, &err, &t1, &missing);
+                           if (t1.generations > 0) {
+                             total.prompt_tokens += t1.prompt_tokens;
+                             total.completion_tokens += t1.completion_tokens;
+                             total.generations += t1.generations;
+                             total.cached_generations += t1.cached_generations;
+                             total.cached_prompt_tokens += t1.cached_prompt_tokens;
+                             total.cached_completion_tokens += t1.cached_completion_tokens;
                              usage += "{\"row_index\":" + std::to_string(c.index) + ",\"prompt_tokens\":" +
-                                      std::to_string(a) + ",\"completion_tokens\":" + std::to_string(b) +
-                                      ",\"generations\":1}\n";
+                                      std::to_string(t1.prompt_tokens) + ",\"completion_tokens\":" +
+                                      std::to_string(t1.completion_tokens) + ",\"generations\":" +
+                                      std::to_string(t1.generations) + ",\"cached_generations\":" +
+                                      std::to_string(t1.cached_generations) + "}\n";
                            }
                            if (!ok) {
                              // A prompt that fails to render was never submitted: say so, not "no result".
@@ -67,10 +73,18 @@ Status PublishShard(BatchShardContext* ctx, BatchShardReport* report) {
                            return writer->AddSerialized(c.part, line, 1);
                          },
                          begin, end));
+  // Submitted (billed) tokens only: what the generation cache answered cost nothing (counted apart).
+  int64_t in_total = total.prompt_tokens - total.cached_prompt_tokens;
+  int64_t out_total = total.completion_tokens - total.cached_completion_tokens;
   ShardStats stats;
   stats.rows_processed = report->rows_written;
   if (in_total > 0) stats.input_tokens = in_total;
   if (out_total > 0) stats.output_tokens = out_total;
+  if (total.cached_generations > 0 || ctx->cache_active) {
+    stats.cached_generations = total.cached_generations;
+    stats.cached_output_tokens = total.cached_completion_tokens;
+  }
+  report->requests_cached = total.cached_generations;
   stats.num_gpus = 0;
   stats.runtime_seconds = RoundTo(static_cast<double>(ctx->env->MonotonicMicros() - ctx->start_us) / 1e6, 3);
   const auto& bp = ctx->batch_api();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "pipeline/batch_cache.h"
 #include "pipeline/batch_collect.h"
 #include "pipeline/batch_context.h"
 #include "pipeline/batch_journal.h"
@@ -68,6 +69,12 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
     return report;
   }
   const int64_t stages = ctx->num_stages();
+  std::unique_ptr<BatchCache> cache = BatchCache::Open(ctx);  // closed (sealed) on every way out
+  auto store = [&]() {
+    if (!cache) return;
+    Status s = cache->StoreAnswers();
+    if (!s.ok()) LOG_WARN("shard " << ctx->shard_id() << ": answers not stored in the generation cache: " << s.message());
+  };
   if (fresh) {
     if (ctx->options.collect_only) {
       return Status::InvalidArgument("shard " + std::to_string(ctx->shard_id()) +
@@ -103,12 +110,16 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
         if (!*done) goto in_progress;
         Status s = LoadAnswers(ctx);
         if (!s.ok()) return fail(s);
+        store();
       } else if (ctx->options.collect_only && !fresh && ctx->journal->chunks().empty()) {
         return Status::InvalidArgument("shard " + std::to_string(ctx->shard_id()) + " has no submitted batches");
       }
       if (!fresh && stage == 0) LOG_INFO("shard " << ctx->shard_id() << ": resuming the submission");
       if (stage > 0 || !fresh) MMIRAGE_TRY(ctx->state.MarkRunning({}).status());
-      Status s = submitter.SubmitStage(stage);
+      // Requests the generation cache answers are decided once per stage, before its first chunk.
+      Status s = cache ? cache->PlanStage(stage) : Status::OK();
+      if (s.ok()) s = LoadCacheHits(ctx);
+      if (s.ok()) s = submitter.SubmitStage(stage);
       if (!s.ok()) return fail(s);
       submitted_now = stage == 0;
       fresh = false;
@@ -120,6 +131,7 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
       if (!*done) goto in_progress;
       Status s = LoadAnswers(ctx);
       if (!s.ok()) return fail(s);
+      store();
       if (ctx->options.resubmit_failed) {
         auto again = submitter.ResubmitFailed();
         if (!again.ok()) return fail(again.status());
@@ -134,7 +146,7 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
       report.outcome = BatchOutcome::kComplete;
       LOG_INFO("Shard " << ctx->shard_id() << " done: " << report.rows_written << " rows written, " << report.rows_failed
                         << " failed (" << report.batches_total << " batches, " << report.requests_total
-                        << " requests)");
+                        << " requests submitted, " << report.requests_cached << " answered by the generation cache)");
       return report;
     }
   in_progress:

@@ -51,6 +51,7 @@ struct BatchShardReport {
   int64_t rows_written = 0, rows_failed = 0;
   int64_t batches_total = 0, batches_done = 0, batches_failed = 0;
   int64_t requests_total = 0, requests_done = 0;
+  int64_t requests_cached = 0;  // answered by the generation cache (never submitted), at publication
   std::string export_path;
 };
 

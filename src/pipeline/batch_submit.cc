@@ -52,7 +52,7 @@ Status BatchSubmitter::Emit(process::RequestChunk chunk, const std::string& moda
     list.Push(std::move(*v));
     if (!lines.empty()) lines.push_back('\n');
     lines += r.line;
-    sources.push_back(source_index_of_[r.custom_id]);
+    sources.push_back(static_cast<int64_t>(pending_[r.custom_id].row));
   }
   c.hash = process::Sha256Hex(process::PyJson(list, /*compact=*/true, /*sort_keys=*/true));
   if (!ctx_->export_path.empty()) {
@@ -69,12 +69,15 @@ Status BatchSubmitter::Emit(process::RequestChunk chunk, const std::string& moda
     c.batch_id = "dry-run-" + c.name;
     c.submit_status = "dry_run";
     c.submitted_at = UtcIsoNow(ctx_->env);
-    for (const auto& r : chunk.requests) c.requests.push_back(JournalRequest{r.custom_id, 0, 0, 0, 0});
+    for (const auto& r : chunk.requests) {
+      c.requests.push_back(JournalRequest{r.custom_id, 0, 0, 0, 0});
+      pending_.erase(r.custom_id);
+    }
     return WriteReceipt(&c, sources);
   }
   for (const auto& r : chunk.requests) {
-    int64_t t = r.tag;  // dataset << 48 | part << 40 | output … packed by the caller
-    c.requests.push_back(JournalRequest{r.custom_id, (t >> 48) & 0xffff, (t >> 40) & 0xff, t & 0xffffffffff, 0});
+    c.requests.push_back(pending_[r.custom_id]);
+    pending_.erase(r.custom_id);
   }
   if (JournalChunk* prev = ctx_->journal->Find(c.name)) {
     if (prev->hash != c.hash) {
@@ -172,6 +175,68 @@ Status BatchSubmitter::WriteReceipt(JournalChunk* c, const std::vector<int64_t>&
   return ctx_->journal->Append(e);
 }
 
+Status ForEachStageRequest(BatchShardContext* ctx, int64_t stage, const StageVisitor& v) {
+  const auto& bp = ctx->batch_api();
+  const auto& outs = ctx->config.processing.outputs;
+  const int64_t batch_size = std::max<int64_t>(1, ctx->config.loading.batch_size);
+  // Rows are handled in batches of batch_size, each output over the batch, text rows then multimodal rows: the
+  // original's flush cadence, so that chunk boundaries and the export's order are the same.
+  std::vector<RowCtx> batch;
+  auto run_batch = [&]() -> Status {
+    // Answers of earlier stages first.
+    for (auto& c : batch) {
+      if (!c.ok) continue;
+      RowError err;
+      if (!ApplyAnswers(*ctx, c, stage, &err)) c.ok = false;
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (ctx->stages[i] != stage) continue;
+      const auto& o = outs[i];
+      for (const char* modality : {"text", "multimodal"}) {
+        bool added = false;
+        for (auto& c : batch) {
+          if (!c.ok) continue;
+          bool has_images = HasImages(ctx->config, c);
+          if ((std::string(modality) == "multimodal") != has_images) continue;
+          std::vector<std::string> images = RowImages(ctx->config, c);
+          auto prompt = o.prompt_tmpl->Render(c.vars);
+          if (!prompt.ok()) continue;  // a row error at publication
+          process::BatchPrompt bp_in;
+          bp_in.custom_id = CustomId(o, modality, ctx->shard_id(), c);
+          bp_in.prompt = std::move(*prompt);
+          bp_in.images = std::move(images);
+          if (o.json)
+            for (const auto& f : o.schema) bp_in.expected_schema.push_back(f.name);
+          auto req = process::BuildBatchRequest(bp, ctx->env, bp_in);
+          if (!req.ok()) return req.status().WithContext(c.source + ": output '" + o.name + "'");
+          StageRequest sr{&c, i, modality, std::move(*req), "", ""};
+          sr.line = process::PyJson(sr.request, /*compact=*/true);
+          sr.custom_id = sr.request.Find("custom_id")->as_string();
+          Status s = v.request(sr);
+          if (!s.ok()) return s.WithContext(c.source + ": output '" + o.name + "'");
+          added = true;
+        }
+        if (added && v.group_end) MMIRAGE_TRY(v.group_end(i, modality));
+      }
+    }
+    batch.clear();
+    return Status::OK();
+  };
+  // The original maps each dataset on its own and finalizes (flushes both accumulators) after each.
+  auto finalize = [&](size_t) -> Status {
+    if (!batch.empty()) MMIRAGE_TRY(run_batch());
+    return v.dataset_end ? v.dataset_end() : Status::OK();
+  };
+  return ForEachShardRow(ctx->env, ctx->config, ctx->shard_id(),
+                         [&](RowCtx& c, const RowTransform&) -> Status {
+                           if (!batch.empty() && batch.back().part != c.part) MMIRAGE_TRY(run_batch());
+                           batch.push_back(std::move(c));
+                           if (static_cast<int64_t>(batch.size()) >= batch_size) return run_batch();
+                           return Status::OK();
+                         },
+                         nullptr, finalize);
+}
+
 Status BatchSubmitter::SubmitStage(int64_t stage) {
   const auto& bp = ctx_->batch_api();
   process::ChunkLimits limits{bp.max_chunk_bytes, bp.max_requests_per_chunk, bp.oversized_request_policy == "reject"};
@@ -184,68 +249,27 @@ Status BatchSubmitter::SubmitStage(int64_t stage) {
       if (c.stage < stage) ++chunk_counter_[c.modality];
   }
   const auto& outs = ctx_->config.processing.outputs;
-  const int64_t batch_size = std::max<int64_t>(1, ctx_->config.loading.batch_size);
-  // Rows are handled in batches of batch_size, each output over the batch, text rows then multimodal rows: the
-  // original's flush cadence, so that chunk boundaries and the export's order are the same.
-  std::vector<RowCtx> batch;
-  auto flush_group = [&](const std::string& modality, const Value& snapshot) -> Status {
+  StageVisitor v;
+  v.request = [&](StageRequest& r) -> Status {
+    if (ctx_->cached_ids.count(r.custom_id)) return Status::OK();  // answered by the generation cache
+    process::PendingRequest pr;
+    pr.line = std::move(r.line);
+    pr.custom_id = r.custom_id;
+    pending_[r.custom_id] = JournalRequest{r.custom_id, static_cast<int64_t>(r.row->dataset),
+                                           static_cast<int64_t>(r.row->part), static_cast<int64_t>(r.output),
+                                           r.row->index};
+    return acc.at(r.modality).Add(std::move(pr));
+  };
+  v.group_end = [&](size_t output, const std::string& modality) -> Status {
+    Value snap = Value::EmptyObject();
+    snap.Set("output_name", outs[output].name);
+    snap.Set("output_type", outs[output].output_type);
+    snap.Set("modality", modality);
     for (auto& ch : acc.at(modality).TakeReady())
-      MMIRAGE_TRY(Emit(std::move(ch), modality, stage, "full_chunk", snapshot));
+      MMIRAGE_TRY(Emit(std::move(ch), modality, stage, "full_chunk", snap));
     return Status::OK();
   };
-  auto run_batch = [&]() -> Status {
-    // Answers of earlier stages first.
-    for (auto& c : batch) {
-      if (!c.ok) continue;
-      RowError err;
-      int64_t a = 0, b = 0;
-      if (!ApplyAnswers(*ctx_, c, stage, &err, &a, &b)) c.ok = false;
-    }
-    for (size_t i = 0; i < outs.size(); ++i) {
-      if (ctx_->stages[i] != stage) continue;
-      const auto& o = outs[i];
-      for (const char* modality : {"text", "multimodal"}) {
-        bool added = false;
-        for (auto& c : batch) {
-          if (!c.ok) continue;
-          bool has_images = HasImages(ctx_->config, c);
-          if ((std::string(modality) == "multimodal") != has_images) continue;
-          std::vector<std::string> images = RowImages(ctx_->config, c);
-          auto prompt = o.prompt_tmpl->Render(c.vars);
-          if (!prompt.ok()) continue;  // a row error at publication
-          process::BatchPrompt bp_in;
-          bp_in.custom_id = CustomId(o, modality, ctx_->shard_id(), c);
-          bp_in.prompt = std::move(*prompt);
-          bp_in.images = std::move(images);
-          if (o.json)
-            for (const auto& f : o.schema) bp_in.expected_schema.push_back(f.name);
-          auto req = process::BuildBatchRequest(bp, ctx_->env, bp_in);
-          if (!req.ok()) return req.status().WithContext(c.source + ": output '" + o.name + "'");
-          process::PendingRequest pr;
-          pr.line = process::PyJson(*req, /*compact=*/true);
-          pr.custom_id = req->Find("custom_id")->as_string();
-          pr.tag = (static_cast<int64_t>(c.dataset) << 48) | (static_cast<int64_t>(c.part) << 40) |
-                   static_cast<int64_t>(c.index & 0xffffffffffull);
-          source_index_of_[pr.custom_id] = static_cast<int64_t>(c.index);
-          Status s = acc.at(modality).Add(std::move(pr));
-          if (!s.ok()) return s.WithContext(c.source + ": output '" + o.name + "'");
-          added = true;
-        }
-        if (added) {
-          Value snap = Value::EmptyObject();
-          snap.Set("output_name", o.name);
-          snap.Set("output_type", o.output_type);
-          snap.Set("modality", modality);
-          MMIRAGE_TRY(flush_group(modality, snap));
-        }
-      }
-    }
-    batch.clear();
-    return Status::OK();
-  };
-  // The original maps each dataset on its own and finalizes (flushes both accumulators) after each.
-  auto finalize = [&](size_t) -> Status {
-    if (!batch.empty()) MMIRAGE_TRY(run_batch());
+  v.dataset_end = [&]() -> Status {
     for (const char* modality : {"text", "multimodal"}) {
       Value snap = Value::EmptyObject();
       snap.Set("modality", modality);
@@ -255,14 +279,7 @@ Status BatchSubmitter::SubmitStage(int64_t stage) {
     }
     return Status::OK();
   };
-  MMIRAGE_TRY(ForEachShardRow(ctx_->env, ctx_->config, ctx_->shard_id(),
-                         [&](RowCtx& c, const RowTransform&) -> Status {
-                           if (!batch.empty() && batch.back().part != c.part) MMIRAGE_TRY(run_batch());
-                           batch.push_back(std::move(c));
-                           if (static_cast<int64_t>(batch.size()) >= batch_size) return run_batch();
-                           return Status::OK();
-                         },
-                         nullptr, finalize));
+  MMIRAGE_TRY(ForEachStageRequest(ctx_, stage, v));
   if (!ctx_->export_path.empty()) return Status::OK();
   Value e = Value::EmptyObject();
   e.Set("event", "sealed");
@@ -304,8 +321,7 @@ Result<bool> BatchSubmitter::ResubmitFailed() {
     process::PendingRequest pr;
     pr.line = content.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
     pr.custom_id = r.custom_id;
-    pr.tag = (r.dataset << 48) | (r.part << 40) | static_cast<int64_t>(r.row & 0xffffffffffull);
-    source_index_of_[r.custom_id] = static_cast<int64_t>(r.row);
+    pending_[r.custom_id] = r;
     MMIRAGE_TRY(acc.at(c->modality).Add(std::move(pr)));
   }
   chunk_counter_.clear();

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -26,11 +27,31 @@
 
 namespace mmirage::pipeline::batch {
 
+// One request of a stage as the walk hands it out.
+struct StageRequest {
+  const RowCtx* row;
+  size_t output;          // index in processing.outputs
+  const char* modality;   // "text" | "multimodal"
+  Value request;          // the provider request (process/batch_request.h)
+  std::string line;       // its compact JSON: what is sent
+  std::string custom_id;  // as sent
+};
+struct StageVisitor {
+  std::function<Status(StageRequest&)> request;  // every request, in walk order (errors get file:line, output)
+  std::function<Status(size_t output, const std::string& modality)> group_end;  // after a group that had requests
+  std::function<Status()> dataset_end;            // after each dataset
+};
+// The walk of SubmitStage: rows in batches of `batch_size`, each output of `stage` over the batch, text rows then
+// multimodal rows; earlier stages' answers applied first (rows without them and prompts that fail to render are
+// skipped: they are row errors at publication). Deterministic for an unchanged shard and answers.
+Status ForEachStageRequest(BatchShardContext* ctx, int64_t stage, const StageVisitor& v);
+
 class BatchSubmitter {
  public:
   explicit BatchSubmitter(BatchShardContext* ctx) : ctx_(ctx) {}
 
-  // Submits (or, in export mode, exports) every request of `stage`; REQUIRES: earlier stages' answers loaded.
+  // Submits (or, in export mode, exports) every request of `stage` except those in ctx->cached_ids (answered by
+  // the generation cache). REQUIRES: earlier stages' answers loaded.
   Status SubmitStage(int64_t stage);
   // Export mode: creates the export file (named after options.export_prompts and the run id), then exports
   // stage 0. Errors: an empty path, an unwritable file.
@@ -47,7 +68,7 @@ class BatchSubmitter {
 
   BatchShardContext* ctx_;
   std::map<std::string, int64_t> chunk_counter_;              // per modality: the next chunk's number - 1
-  std::unordered_map<std::string, int64_t> source_index_of_;  // pending chunk: custom_id → source index
+  std::unordered_map<std::string, JournalRequest> pending_;   // requests not yet in a chunk, by custom_id
 };
 
 }  // namespace mmirage::pipeline::batch
