@@ -31,6 +31,9 @@ struct Knobs {
   std::string extra_output;                            // an output appended after the others
   std::string execution;                               // more execution_params
   bool wait = true;
+  std::string outputs;                                 // non-empty: replaces the three outputs
+  std::string schema;                                  // non-empty: replaces the output_schema entries
+  int shards = kShards;
 };
 
 void WriteRows(const TempDir& d) {
@@ -58,14 +61,14 @@ std::string Config(const TempDir& d, int port, const Knobs& k) {
          "  datasets:\n"
          "    - {path: " + d.Path("data.jsonl") + ", type: JSONL, output_dir: " + d.Path("out-" + k.name) +
          ", output_format: jsonl, image_base_path: " + d.path() + "}\n"
-         "  num_shards: " + std::to_string(kShards) + "\n"
+         "  num_shards: " + std::to_string(k.shards) + "\n"
          "  state_dir: " + d.Path("state-" + k.name) + "\n"
          "processing_params:\n"
          "  inputs:\n"
          "    - {name: text, key: text}\n"
          "    - {name: id, key: id}\n"
          "    - {name: picture, key: img, type: image, optional: true}\n"
-         "  outputs:\n"
+         "  outputs:\n" + (k.outputs.empty() ? std::string(
          "    - name: qa\n"
          "      type: batch_api\n"
          "      output_type: JSON\n"
@@ -76,13 +79,13 @@ std::string Config(const TempDir& d, int port, const Knobs& k) {
          "      prompt: \"" + k.summary_prompt + "\"\n"
          "    - name: followup\n"
          "      type: batch_api\n"
-         "      prompt: \"Answer this: {{ qa.question }}\"\n" + k.extra_output +
+         "      prompt: \"Answer this: {{ qa.question }}\"\n") : k.outputs) + k.extra_output +
          "  remove_columns: true\n"
-         "  output_schema:\n"
+         "  output_schema:\n" + (k.schema.empty() ? std::string(
          "    id: \"{{ id }}\"\n"
          "    question: \"{{ qa.question }}\"\n"
          "    summary: \"{{ summary }}\"\n"
-         "    followup: \"{{ followup }}\"\n" + k.schema_extra +
+         "    followup: \"{{ followup }}\"\n") : k.schema) + k.schema_extra +
          "execution_params:\n"
          "  retry: true\n"
          "  max_failed_rows: 100\n" + k.execution;
@@ -123,7 +126,7 @@ RunFacts RunVariant(const TempDir& d, const Provider& prov, const Knobs& k) {
     f.err += c.err;
   }
   f.submitted = Delta(before, CreatedIds(prov.log));
-  for (int s = 0; s < kShards; ++s) {
+  for (int s = 0; s < k.shards; ++s) {
     std::string out = d.Path("out-" + k.name + "/shard_" + std::to_string(s));
     for (const Value& row : JsonLines(out + "/data.jsonl")) f.rows[row.Find("id")->as_int()] = row;
     for (const Value& e : JsonLines(out + "/errors.jsonl"))
@@ -388,6 +391,79 @@ TEST_F(BatchCacheTest, ACollectKilledAtAnyMomentNeverLeadsToAWrongAnswer) {
   for (const auto& [id, row] : rows_a) EXPECT_EQ(ToJson(fb.rows[id]), ToJson(row)) << id;
   EXPECT_EQ(fb.cached_generations + static_cast<int64_t>(fb.submitted.size()), 3 * kRows);
   EXPECT_GT(fb.cached_generations, 0);
+}
+
+TEST_F(BatchCacheTest, AShardKilledMidSubmissionKeepsItsCacheDecisionsWhenTheCacheChangesMeanwhile) {
+  Provider prov = Start({"--polls", "2", "--create-delay", "0.3"});
+  const std::string qa =
+      "    - {name: qa, type: batch_api, output_type: JSON, output_schema: [question, answer], "
+      "prompt: \"Ask about: {{ text }}\"}\n";
+  const std::string summary = "    - {name: summary, type: batch_api, prompt: \"Summarise: {{ text }}\"}\n";
+  // The cache holds the qa answers.
+  Knobs q;
+  q.name = "qa-only";
+  q.shards = 1;
+  q.outputs = qa;
+  q.schema = "    id: \"{{ id }}\"\n    question: \"{{ qa.question }}\"\n";
+  ASSERT_EQ(RunVariant(d_, prov, q).exit_code, 0);
+  // The full config: its stage 0 finds the qa answers and submits the summaries, 5 a chunk, 0.3 s a create;
+  // killed during that submission.
+  Knobs k;
+  k.name = "full";
+  k.shards = 1;
+  k.wait = false;
+  std::string cfg = d_.Path("cfg-full.yaml");
+  WriteFile(cfg, Config(d_, prov.port, k));
+  auto before = CreatedIds(prov.log);
+  auto run = mmirage::testing::Start({MMIRAGE_BINARY, "run", "--config", cfg, "--shard-id", "0"}, d_.Path("run.log"),
+                                     {{"OPENAI_API_KEY", "test-key"}});
+  ASSERT_NE(run, nullptr);
+  // Killed as soon as its first chunk is created: the cache decisions are journaled, the next create (0.3 s) is
+  // in flight.
+  for (int i = 0; i < 500 && Delta(before, CreatedIds(prov.log)).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  (void)run->process->Signal(SIGKILL);
+  run->process->Wait();
+  run->process.reset();
+  auto killed = Delta(before, CreatedIds(prov.log));
+  ASSERT_FALSE(killed.empty());
+  ASSERT_LT(killed.size(), static_cast<size_t>(kRows));  // stage 0 (the 8 summaries) not all submitted
+  // Meanwhile another config stores every summary answer in the cache.
+  Knobs sm;
+  sm.name = "summary-only";
+  sm.shards = 1;
+  sm.outputs = summary;
+  sm.schema = "    id: \"{{ id }}\"\n    summary: \"{{ summary }}\"\n";
+  ASSERT_EQ(RunVariant(d_, prov, sm).exit_code, 0);
+  // The killed shard resumes with the decisions it journaled: its chunks are the same, none is sent twice.
+  auto resumed_before = CreatedIds(prov.log);
+  int rc = 75;
+  std::string err;
+  for (int i = 0; i < 20 && rc == 75; ++i) {
+    auto r = Mm(kKey, (i == 0 ? "run --shard-id 0 --config " : "collect --config ") + cfg);
+    rc = r.exit_code;
+    err += r.err;
+    if (rc == 0 && !Exists(d_.Path("out-full/shard_0/data.jsonl"))) rc = 75;
+  }
+  ASSERT_EQ(rc, 0) << err << ReadFile(d_.Path("run.log"));
+  EXPECT_EQ(err.find("differs from the one journaled"), std::string::npos) << err;
+  EXPECT_NE(err.find("resuming the submission"), std::string::npos) << err;
+  auto resumed = Delta(resumed_before, CreatedIds(prov.log));
+  for (const auto& [id, n] : resumed) {
+    EXPECT_EQ(n, 1) << id;
+    EXPECT_EQ(killed.count(id), 0u) << id << " sent by the killed run and again";
+    EXPECT_EQ(id.rfind("qa-", 0), std::string::npos) << id << ": qa was answered by the cache";
+  }
+  for (const auto& [id, n] : killed) EXPECT_EQ(id.rfind("qa-", 0), std::string::npos) << id;
+  std::map<int64_t, Value> rows;
+  for (const Value& row : JsonLines(d_.Path("out-full/shard_0/data.jsonl"))) rows[row.Find("id")->as_int()] = row;
+  ASSERT_EQ(rows.size(), static_cast<size_t>(kRows));
+  for (const auto& [id, row] : rows) {
+    EXPECT_NE(row.Find("summary")->as_string().find("Answer to: Summarise: Fact number " + std::to_string(id)),
+              std::string::npos)
+        << ToJson(row);
+    EXPECT_NE(row.Find("followup")->as_string().find("Answer to: Answer this: question about"), std::string::npos);
+  }
 }
 
 TEST(BatchCacheConfigTest, OpenAiTemperatureOutOfRangeIsAConfigError) {
