@@ -466,7 +466,7 @@ TEST_F(BatchCacheTest, AShardKilledMidSubmissionKeepsItsCacheDecisionsWhenTheCac
   }
 }
 
-TEST(BatchCacheConfigTest, OpenAiTemperatureOutOfRangeIsAConfigError) {
+TEST(BatchCacheConfigTest, SamplingKeysAreCheckedPerProvider) {
   TempDir d;
   WriteRows(d);
   Knobs k;
@@ -476,6 +476,19 @@ TEST(BatchCacheConfigTest, OpenAiTemperatureOutOfRangeIsAConfigError) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("cfg.yaml:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("temperature must be in the range [0, 2] for OpenAI"), std::string::npos) << r.err;
+  // Anthropic has no seed: the key is refused, as every unknown batch_api key.
+  k.provider = "anthropic";
+  k.sampling = "    temperature: 0\n    seed: 3\n";
+  WriteFile(d.Path("cfg.yaml"), Config(d, 1, k));
+  r = Mm(kKey, "validate --config " + d.Path("cfg.yaml"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("cfg.yaml:6:5: unknown key 'seed'"), std::string::npos) << r.err;
+  // OpenAI: a seed alone is valid.
+  k.provider = "openai";
+  k.sampling = "    seed: 3\n";
+  WriteFile(d.Path("cfg.yaml"), Config(d, 1, k));
+  r = Mm(kKey, "validate --config " + d.Path("cfg.yaml"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 }  // namespace
