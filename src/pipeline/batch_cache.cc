@@ -107,7 +107,9 @@ Status BatchCache::StoreAnswers() {
       if (a == ctx_->answers.end() || !a->second.ok || o == nullptr || ctx_->cached_ids.count(r.custom_id)) continue;
       if (!AnswerValue(*o, a->second).ok()) continue;  // only answers that are usable are kept
       auto req = ParseJson(line);
-      if (!req.ok()) return Status::Corruption(JoinPath(ctx_->journal->dir(), c.file) + ": a request line does not parse");
+      if (!req.ok()) {
+        return Status::Corruption(JoinPath(ctx_->journal->dir(), c.file) + ": a request line does not parse");
+      }
       const Value* id = req->Find("custom_id");
       if (id == nullptr || !id->is_string() || id->as_string() != r.custom_id) {
         return Status::Corruption(JoinPath(ctx_->journal->dir(), c.file) + ": request lines do not match the journal");

@@ -18,7 +18,8 @@ Result<Value> AnswerValue(const config::OutputVar& o, const process::BatchAnswer
   if (!o.json || o.schema.empty()) {
     if (o.json) {  // JSON without a schema: any JSON object
       auto v = ParseJson(text);
-      if (!v.ok() || !v->is_object()) return Status::InvalidArgument("output is not a JSON object: " + text.substr(0, 200));
+      if (!v.ok() || !v->is_object())
+        return Status::InvalidArgument("output is not a JSON object: " + text.substr(0, 200));
       return *v;
     }
     return Value(text);

@@ -63,7 +63,8 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
     return s;
   };
   bool wait = ctx->options.wait.value_or(ctx->batch_api().wait);
-  if (!fresh && !ctx->options.resubmit_failed && ctx->state.Read().status == "success" && ctx->journal->sealed(ctx->num_stages() - 1)) {
+  if (!fresh && !ctx->options.resubmit_failed && ctx->state.Read().status == "success" &&
+      ctx->journal->sealed(ctx->num_stages() - 1)) {
     LOG_INFO("shard " << ctx->shard_id() << ": already complete; kept");
     report.outcome = BatchOutcome::kComplete;
     return report;
@@ -73,7 +74,9 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
   auto store = [&]() {
     if (!cache) return;
     Status s = cache->StoreAnswers();
-    if (!s.ok()) LOG_WARN("shard " << ctx->shard_id() << ": answers not stored in the generation cache: " << s.message());
+    if (!s.ok()) {
+      LOG_WARN("shard " << ctx->shard_id() << ": answers not stored in the generation cache: " << s.message());
+    }
   };
   if (fresh) {
     if (ctx->options.collect_only) {
@@ -144,8 +147,8 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
       s = PublishShard(ctx, &report);
       if (!s.ok()) return fail(s);
       report.outcome = BatchOutcome::kComplete;
-      LOG_INFO("Shard " << ctx->shard_id() << " done: " << report.rows_written << " rows written, " << report.rows_failed
-                        << " failed (" << report.batches_total << " batches, " << report.requests_total
+      LOG_INFO("Shard " << ctx->shard_id() << " done: " << report.rows_written << " rows written, "
+                        << report.rows_failed << " failed (" << report.batches_total << " batches, " << report.requests_total
                         << " requests submitted, " << report.requests_cached << " answered by the generation cache)");
       return report;
     }

@@ -16,7 +16,8 @@ constexpr double kRecoveryGraceSeconds = 5;
 
 Status BatchSubmitter::Export() {
   const std::string& p = ctx_->options.export_prompts;
-  if (StripSpace(p).empty()) return Status::InvalidArgument("export_prompts_dir is set but empty; give it a path or leave it unset");
+  if (StripSpace(p).empty())
+    return Status::InvalidArgument("export_prompts_dir is set but empty; give it a path or leave it unset");
   ctx_->export_path = p.size() >= 6 && p.compare(p.size() - 6, 6, ".jsonl") == 0
                      ? p.substr(0, p.size() - 6) + "." + ctx_->run_id + ".jsonl"
                      : JoinPath(p, "exported_prompts." + ctx_->run_id + ".jsonl");
@@ -31,7 +32,7 @@ Status BatchSubmitter::Export() {
 }
 
 Status BatchSubmitter::Emit(process::RequestChunk chunk, const std::string& modality, int64_t stage,
-                        const std::string& reason, Value snapshot) {
+                            const std::string& reason, Value snapshot) {
   int64_t n = ++chunk_counter_[modality];
   JournalChunk c;
   c.chunk_id = "chunk-" + Pad6(n);
@@ -142,7 +143,8 @@ Status BatchSubmitter::WriteReceipt(JournalChunk* c, const std::vector<int64_t>&
   if (bp.metadata_output_path.empty()) return Status::OK();
   std::string base = bp.metadata_output_path;
   if (base.size() >= 6 && base.compare(base.size() - 6, 6, ".jsonl") == 0) base.resize(base.size() - 6);
-  std::string path = base + (ctx_->export_path.empty() ? "" : ".dry-run") + "." + c->modality + "." + ctx_->run_id + ".jsonl";
+  std::string path =
+      base + (ctx_->export_path.empty() ? "" : ".dry-run") + "." + c->modality + "." + ctx_->run_id + ".jsonl";
   Value map = Value::EmptyObject();
   for (size_t i = 0; i < c->requests.size(); ++i) {
     int64_t src = i < sources.size() ? sources[i] : static_cast<int64_t>(c->requests[i].row);
@@ -331,7 +333,8 @@ Result<bool> BatchSubmitter::ResubmitFailed() {
     Value snap = Value::EmptyObject();
     snap.Set("modality", modality);
     snap.Set("phase", "resubmit_failed");
-    for (auto& ch : acc.at(modality).TakeAll()) MMIRAGE_TRY(Emit(std::move(ch), modality, stage, "resubmit_failed", snap));
+    for (auto& ch : acc.at(modality).TakeAll())
+      MMIRAGE_TRY(Emit(std::move(ch), modality, stage, "resubmit_failed", snap));
   }
   LOG_INFO("shard " << ctx_->shard_id() << ": resubmitted " << failed.size() << " failed request(s)");
   return true;
