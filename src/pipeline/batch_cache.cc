@@ -1,5 +1,7 @@
 #include "pipeline/batch_cache.h"
 
+#include <unordered_map>
+
 #include "data/json.h"
 #include "data/line_reader.h"
 #include "pipeline/batch_collect.h"
@@ -45,21 +47,40 @@ Status BatchCache::PlanStage(int64_t stage) {
   const auto& outs = ctx_->config.processing.outputs;
   std::string file = HitsFile(stage), path = JoinPath(j.dir(), file), tmp = path + ".tmp";
   MMIRAGE_ASSIGN_OR_RETURN(auto out, ctx_->env->NewWritableFile(tmp));
-  int64_t requests = 0, hits = 0;
+  int64_t requests = 0, hits = 0, duplicates = 0;
+  std::unordered_map<std::string, std::string> first_miss;  // key → custom id of the first request sent with it
   StageVisitor v;
   v.request = [&](StageRequest& r) -> Status {
     ++requests;
     std::string key = process::BatchRequestKey(bp, r.request);
     if (key.empty()) return Status::OK();
+    if (auto f = first_miss.find(key); f != first_miss.end()) {  // the same request again: sent once
+      Value line = Value::EmptyObject();
+      line.Set("custom_id", r.custom_id);
+      line.Set("same_as", f->second);
+      MMIRAGE_TRY(out->Append(ToJson(line) + "\n"));
+      ctx_->cached_ids.insert(r.custom_id);
+      ctx_->aliases[r.custom_id] = f->second;
+      ++duplicates;
+      return Status::OK();
+    }
     std::optional<cache::CacheEntry> e = cache_->Lookup(key);
-    if (!e) return Status::OK();
+    if (e) {
+      process::BatchAnswer probe;
+      probe.ok = true;
+      probe.text = e->text;
+      if (!AnswerValue(outs[r.output], probe).ok()) e.reset();  // not usable for this output: submitted
+    }
+    if (!e) {
+      first_miss.emplace(std::move(key), r.custom_id);
+      return Status::OK();
+    }
     process::BatchAnswer a;
     a.custom_id = r.custom_id;
     a.ok = true;
     a.text = e->text;
     a.input_tokens = e->prompt_tokens;
     a.output_tokens = e->completion_tokens;
-    if (!AnswerValue(outs[r.output], a).ok()) return Status::OK();  // not usable for this output: submitted
     Value line = Value::EmptyObject();
     line.Set("custom_id", a.custom_id);
     line.Set("text", a.text);
@@ -81,12 +102,14 @@ Status BatchCache::PlanStage(int64_t stage) {
   e.Set("stage", stage);
   e.Set("file", file);
   e.Set("hits", hits);
+  e.Set("duplicates", duplicates);
   e.Set("requests", requests);
   MMIRAGE_TRY(j.Append(e));
   LOG_INFO("shard " << ctx_->shard_id() << ": " << hits << " of " << requests << " request(s)"
                     << (stage > 0 ? " of stage " + std::to_string(stage) : std::string())
-                    << " answered by the generation cache (" << ctx_->config.execution.cache_dir
-                    << "); they are not submitted");
+                    << " answered by the generation cache (" << ctx_->config.execution.cache_dir << ")"
+                    << (duplicates > 0 ? ", " + std::to_string(duplicates) + " identical to another one" : "")
+                    << "; they are not submitted");
   return Status::OK();
 }
 
@@ -158,6 +181,13 @@ Status LoadCacheHits(BatchShardContext* ctx) {
       ++line_no;
       auto v = ParseJson(line);
       const Value* id = v.ok() ? v->Find("custom_id") : nullptr;
+      if (const Value* same = v.ok() ? v->Find("same_as") : nullptr) {
+        if (!id || !id->is_string() || !same->is_string())
+          return Status::Corruption(path + ":" + std::to_string(line_no) + ": not a generation-cache hit");
+        ctx->cached_ids.insert(id->as_string());
+        ctx->aliases[id->as_string()] = same->as_string();
+        continue;
+      }
       const Value* text = v.ok() ? v->Find("text") : nullptr;
       const Value* in = v.ok() ? v->Find("input_tokens") : nullptr;
       const Value* out = v.ok() ? v->Find("output_tokens") : nullptr;

@@ -116,6 +116,7 @@ Status LoadAnswers(BatchShardContext* ctx) {
   ctx->answers.clear();
   ctx->ended.clear();
   ctx->cached_ids.clear();
+  ctx->aliases.clear();
   MMIRAGE_TRY(LoadCacheHits(ctx));
   for (const auto& c : ctx->journal->chunks()) {  // journal order: a resubmitted request's later answer wins
     if (!c.batch_id || !ctx->env->FileExists(ctx->ResultsPath(c))) continue;
@@ -141,6 +142,15 @@ Status LoadAnswers(BatchShardContext* ctx) {
       for (const auto& r : c.requests)
         if (!ctx->answers.count(r.custom_id))
           ctx->ended[r.custom_id] = "batch " + *c.batch_id + " ended with status '" + *c.ended + "' without a result";
+    }
+  }
+  for (const auto& [id, first] : ctx->aliases) {  // identical requests share the answer of the one submitted
+    if (auto a = ctx->answers.find(first); a != ctx->answers.end()) {
+      process::BatchAnswer copy = a->second;
+      copy.custom_id = id;
+      ctx->answers[id] = std::move(copy);
+    } else if (auto e = ctx->ended.find(first); e != ctx->ended.end()) {
+      ctx->ended[id] = e->second;
     }
   }
   return Status::OK();

@@ -40,6 +40,9 @@ struct BatchShardContext {
   std::unordered_map<std::string, process::BatchAnswer> answers;
   std::unordered_map<std::string, std::string> ended;
   std::unordered_set<std::string> cached_ids;  // of `answers`: answered by the generation cache, never submitted
+  // A request identical to an earlier one of the same stage (same cache key): never submitted, it shares that
+  // one's answer (custom_id → the earlier custom_id). Resolved by LoadAnswers once the answers are in.
+  std::unordered_map<std::string, std::string> aliases;
   bool cache_active = false;  // the generation cache is consulted for this shard (pipeline/batch_cache.h)
   uint64_t start_us = 0;  // this call's start (runtime of the publication)
 

@@ -466,6 +466,38 @@ TEST_F(BatchCacheTest, AShardKilledMidSubmissionKeepsItsCacheDecisionsWhenTheCac
   }
 }
 
+TEST_F(BatchCacheTest, IdenticalRequestsInOneRunAreSubmittedOnce) {
+  // Rows 4..7 repeat rows 0..3 (text and image): their requests are byte-identical but for the custom id.
+  std::string rows;
+  for (int i = 0; i < kRows; ++i) {
+    int j = i % 4;
+    rows += "{\"id\":" + std::to_string(i) + ",\"text\":\"Fact number " + std::to_string(j) + "\"" +
+            (j == 1 ? ",\"img\":\"imgs/a.png\"" : "") + "}\n";
+  }
+  WriteFile(d_.Path("data.jsonl"), rows);
+  Provider prov = Start();
+  Knobs k;
+  k.shards = 1;
+  RunFacts f = RunVariant(d_, prov, k);
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(f.submitted.size(), 3u * 4);  // qa, summary, followup of the 4 distinct rows
+  for (const auto& [id, n] : f.submitted) EXPECT_EQ(n, 1) << id;
+  ASSERT_EQ(f.rows.size(), static_cast<size_t>(kRows));
+  for (int i = 4; i < kRows; ++i) {
+    for (const char* c : {"question", "summary", "followup"})
+      EXPECT_EQ(ToJson(*f.rows[i].Find(c)), ToJson(*f.rows[i - 4].Find(c))) << i << " " << c;
+  }
+  EXPECT_EQ(f.cached_generations, 3 * 4);  // the repeats: not submitted, not billed
+  EXPECT_NE(f.err.find("identical to another one"), std::string::npos) << f.err;
+  // cache: off sends everything.
+  Knobs off = k;
+  off.name = "off";
+  off.execution = "  cache: off\n";
+  RunFacts f2 = RunVariant(d_, prov, off);
+  ASSERT_EQ(f2.exit_code, 0) << f2.err;
+  EXPECT_EQ(f2.submitted.size(), 3u * kRows);
+}
+
 TEST(BatchCacheConfigTest, SamplingKeysAreCheckedPerProvider) {
   TempDir d;
   WriteRows(d);
