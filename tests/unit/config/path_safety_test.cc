@@ -28,11 +28,24 @@ std::string Load(const std::string& splits, const std::string& job_name) {
 TEST(PathSafetyTest, SplitNamesAndJobNameMustBePlainComponents) {
   EXPECT_EQ(Load("train: a.jsonl, test: b.jsonl", "job"), "OK");
   EXPECT_NE(Load("../evil: a.jsonl", "job").find("split name '../evil' contains a path separator"), std::string::npos);
-  EXPECT_NE(Load("'/abs': a.jsonl", "job").find("split name '/abs' contains a path separator"), std::string::npos);
+  EXPECT_NE(Load("'/abs': a.jsonl", "job").find("split name '/abs' is an absolute path"), std::string::npos);
   EXPECT_NE(Load("'..': a.jsonl", "job").find("split name '..' is '..'"), std::string::npos);
+  EXPECT_NE(Load("'': a.jsonl", "job").find("split name '' is empty"), std::string::npos);
+  EXPECT_NE(Load("\"a\\0b\": a.jsonl", "job").find("contains a NUL byte"), std::string::npos);
+  EXPECT_NE(Load("'a\\b': a.jsonl", "job").find("contains a path separator"), std::string::npos);
   EXPECT_NE(Load("train: a.jsonl", "../../etc/x").find("job_name '../../etc/x' contains a path separator"),
             std::string::npos);
-  EXPECT_NE(Load("train: a.jsonl", "..").find("cfg.yaml"), std::string::npos);  // the error names the file
+  EXPECT_NE(Load("train: a.jsonl", "/tmp/x").find("job_name '/tmp/x' is an absolute path"), std::string::npos);
+  EXPECT_NE(Load("train: a.jsonl", "").find("job_name '' is empty"), std::string::npos);
+}
+
+TEST(PathSafetyTest, ErrorsNameTheFileAndTheLineOfTheName) {
+  // The split map is on line 6 of the generated config, job_name on line 11.
+  std::string split = Load("ok: a.jsonl, ../evil: b.jsonl", "job");
+  EXPECT_EQ(split.rfind("cfg.yaml:6:", 0), 0u) << split;
+  EXPECT_EQ(split.find('\n'), std::string::npos) << "one line: " << split;
+  std::string job = Load("train: a.jsonl", "..");
+  EXPECT_EQ(job.rfind("cfg.yaml:11:", 0), 0u) << job;
 }
 
 }  // namespace
