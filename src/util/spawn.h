@@ -39,9 +39,9 @@ struct SpawnSpec {
 // missing), kIOError (fork, pipes). An exec failure is reported here, not as an exit status.
 Result<pid_t> SpawnChild(const SpawnSpec& spec);
 
-// A watcher of this process for the process group `pgid`: a small process (double-forked, so never our child and
-// never a zombie of ours; in a group of its own, ignoring job-control signals, so a signal meant for us or for
-// our group does not reach it) that blocks on a pipe. When this process ends in any way (a SIGKILL included) the
+// A watcher of this process for the process group `pgid`: a small /bin/sh process (double-forked, so never our
+// child and never a zombie of ours; exec'd, so it holds no copy of our memory; in a group of its own, ignoring
+// job-control signals, so a signal meant for us or for our group does not reach it) that blocks on a socket. When this process ends in any way (a SIGKILL included) the
 // pipe reaches EOF and the guard sends SIGTERM to the group, then SIGKILL after `grace_seconds` if any member is
 // left. DismissGroupGuard tells it to exit without signalling. Returns the write end of the pipe (close-on-exec;
 // children spawned through SpawnChild never hold it). Errors: kIOError.

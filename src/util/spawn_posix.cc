@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <algorithm>
 #include <cstring>
 
 #include "util/spawn.h"
@@ -63,12 +64,6 @@ std::vector<std::string> MergedEnv(const std::vector<std::pair<std::string, std:
   return env;
 }
 
-double MonotonicSeconds() {
-  struct timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
 // What the child reports through the error pipe before _exit(127).
 struct ChildFailure {
   int stage;  // 0: chdir, 1: exec
@@ -82,23 +77,13 @@ struct ChildFailure {
   ::_exit(127);
 }
 
-// The guard's whole life (async-signal-safe): wait for EOF or 'q' on fd, then stop the group.
-[[noreturn]] void GuardMain(int fd, pid_t pgid, double grace_seconds) {
-  char c = 0;
-  ssize_t n;
-  do {
-    n = ::read(fd, &c, 1);
-  } while (n < 0 && errno == EINTR);
-  if (n == 1 && c == 'q') ::_exit(0);
-  ::kill(-pgid, SIGTERM);
-  double deadline = MonotonicSeconds() + grace_seconds;
-  while (::kill(-pgid, 0) == 0 && MonotonicSeconds() < deadline) {
-    struct timespec ts = {0, 20 * 1000 * 1000};
-    ::nanosleep(&ts, nullptr);
-  }
-  ::kill(-pgid, SIGKILL);
-  ::_exit(0);
-}
+// The guard is a small shell (so that it does not keep a copy-on-write image of this process for as long as the
+// server runs): it blocks reading its descriptor 3; "q" → exit; EOF (we ended, or released it) → stop the group.
+// $1: the group, $2: grace period in 50 ms ticks. The job-control signals are ignored (inherited as ignored).
+constexpr const char* kGuardScript =
+    "IFS= read -r cmd <&3; [ \"$cmd\" = q ] && exit 0; exec 3<&-; kill -TERM -$1 2>/dev/null; i=0; "
+    "while [ \"$i\" -lt \"$2\" ] && kill -0 -$1 2>/dev/null; do sleep 0.05; i=$((i+1)); done; "
+    "kill -KILL -$1 2>/dev/null; exit 0";
 
 }  // namespace
 
@@ -196,23 +181,59 @@ Result<pid_t> SpawnChild(const SpawnSpec& spec) {
 }
 
 Result<int> StartGroupGuard(pid_t pgid, double grace_seconds) {
+  // Everything the guard needs, before any fork.
+  std::string pgid_s = std::to_string(pgid);
+  std::string ticks_s = std::to_string(static_cast<int64_t>(std::max(0.0, grace_seconds) * 20 + 0.5));
+  const char* argv[] = {"/bin/sh", "-c", kGuardScript, "mmirage-group-guard", pgid_s.c_str(), ticks_s.c_str(),
+                        nullptr};
+  const char* envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", nullptr};
   // A socket pair rather than a pipe: DismissGroupGuard can send without risking SIGPIPE when the guard is gone.
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return Status::IOError(std::string("socketpair: ") + std::strerror(errno));
+  int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd < 0) {
+    int e = errno;
+    ::close(sv[0]);
+    ::close(sv[1]);
+    return Status::IOError(std::string("/dev/null: ") + std::strerror(e));
+  }
   pid_t mid = ::fork();
   if (mid == 0) {
+    // The intermediate: forks the guard, learns whether its exec worked, exits (the guard is re-parented away
+    // from us: never our zombie).
+    int err_pipe[2];
+    if (::pipe2(err_pipe, O_CLOEXEC) != 0) ::_exit(1);
     pid_t guard = ::fork();
-    if (guard != 0) ::_exit(guard < 0 ? 1 : 0);  // the guard is re-parented away from us: never our zombie
-    ::setpgid(0, 0);
-    ResetSignals();
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
-      ::signal(sig, SIG_IGN);
-    CloseDescriptorsFrom(0, sv[1]);  // not our stdout either: whoever reads it must see EOF when we end
-    GuardMain(sv[1], pgid, grace_seconds);
+    if (guard < 0) ::_exit(1);
+    if (guard == 0) {
+      ::setpgid(0, 0);  // a signal meant for our group does not reach it
+      ResetSignals();
+      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
+        ::signal(sig, SIG_IGN);
+      // 0-2: /dev/null (whoever reads our stdout must see EOF when we end); 3: the socket; nothing else. The
+      // sources move above 3 first, so that no dup2 overwrites another.
+      int sock = ::fcntl(sv[1], F_DUPFD_CLOEXEC, 4), err_fd = ::fcntl(err_pipe[1], F_DUPFD_CLOEXEC, 4);
+      int null_src = ::fcntl(null_fd, F_DUPFD_CLOEXEC, 4);
+      if (sock < 0 || err_fd < 0 || null_src < 0) ::_exit(1);
+      for (int fd = 0; fd < 3; ++fd) ::dup2(null_src, fd);
+      ::dup2(sock, 3);
+      CloseDescriptorsFrom(4, err_fd);
+      err_pipe[1] = err_fd;
+      ::execve(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(envp));
+      ChildFail(err_pipe[1], 1);
+    }
+    ::close(err_pipe[1]);
+    ChildFailure f{};
+    ssize_t n;
+    do {
+      n = ::read(err_pipe[0], &f, sizeof f);
+    } while (n < 0 && errno == EINTR);
+    ::_exit(n == 0 ? 0 : 1);  // EOF: the exec worked
   }
   int fork_errno = errno;
   ::close(sv[1]);
+  ::close(null_fd);
   if (mid < 0) {
     ::close(sv[0]);
     return Status::IOError(std::string("fork: ") + std::strerror(fork_errno));
@@ -222,14 +243,14 @@ Result<int> StartGroupGuard(pid_t pgid, double grace_seconds) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     ::close(sv[0]);
-    return Status::IOError("cannot start the process-group guard (fork failed)");
+    return Status::IOError("cannot start the process-group guard (/bin/sh)");
   }
   return sv[0];
 }
 
 void DismissGroupGuard(int fd) {
   if (fd < 0) return;
-  ssize_t ignored = ::send(fd, "q", 1, MSG_NOSIGNAL);
+  ssize_t ignored = ::send(fd, "q\n", 2, MSG_NOSIGNAL);
   (void)ignored;
   ::close(fd);
 }

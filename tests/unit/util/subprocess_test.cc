@@ -61,6 +61,22 @@ std::vector<int> LiveMembers(int pgid) {
   return out;
 }
 
+// Guard processes (util/spawn.h) watching group `pgid`, by their command line.
+int GuardsFor(int pgid) {
+  int n = 0;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return -1;
+  std::string needle = std::string("mmirage-group-guard") + '\0' + std::to_string(pgid) + '\0';
+  while (struct dirent* e = ::readdir(d)) {
+    if (std::atoi(e->d_name) <= 0) continue;
+    std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    n += cmd.find(needle) != std::string::npos;
+  }
+  ::closedir(d);
+  return n;
+}
+
 bool WaitUntilGroupGone(int pgid, double seconds) {
   auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < end) {
@@ -202,6 +218,31 @@ TEST(SubprocessTest, GuardedGroupDiesWithItsParentEvenAfterSigkill) {
   EXPECT_TRUE(WaitUntilGroupGone(pgid, 10)) << LiveMembers(pgid).size() << " member(s) of group " << pgid
                                             << " survived the SIGKILL of the process that started it";
   for (int pid : LiveMembers(pgid)) ::kill(pid, SIGKILL);  // leave nothing behind when the test fails
+  bool guard_gone = false;
+  for (int i = 0; i < 250 && !guard_gone; ++i) {
+    guard_gone = GuardsFor(pgid) == 0;
+    if (!guard_gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(guard_gone) << "the guard did not exit after stopping the group";
+}
+
+TEST(SubprocessTest, AGuardIsDismissedWhenItsGroupEndedNormally) {
+  SubprocessOptions so;
+  so.argv = {"/bin/sh", "-c", "exit 4"};
+  so.new_process_group = true;
+  so.stop_group_with_parent = true;
+  auto p = Subprocess::Start(so);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  int pgid = (*p)->pid();
+  EXPECT_EQ(GuardsFor(pgid), 1);
+  EXPECT_EQ((*p)->Wait(), 4);
+  p->reset();
+  bool gone = false;
+  for (int i = 0; i < 250 && !gone; ++i) {
+    gone = GuardsFor(pgid) == 0;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(gone) << "a dismissed guard is still running";
 }
 
 TEST(SubprocessTest, DestroyingAGuardedSubprocessStopsWhatIsLeftOfItsGroup) {
