@@ -1,54 +1,19 @@
 // End-to-end, issue #13 item 11: a managed server whose command forks does not survive a SIGKILL of mmirage (no
 // process of its group is left), and it inherits no descriptor of mmirage's but 0-2.
-#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <fstream>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "e2e/e2e_util.h"
+#include "support/proc_util.h"
 #include "util/subprocess.h"
 
 namespace mmirage::testing {
 namespace {
-
-// Live (not zombie) processes of process group `pgid`, from /proc/<pid>/stat.
-std::vector<int> LiveMembers(int pgid) {
-  std::vector<int> out;
-  DIR* d = ::opendir("/proc");
-  if (d == nullptr) return out;
-  while (struct dirent* e = ::readdir(d)) {
-    int pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 1));
-    std::string state;
-    int ppid = 0, pgrp = 0;
-    rest >> state >> ppid >> pgrp;
-    if (pgrp == pgid && state != "Z" && state != "X") out.push_back(pid);
-  }
-  ::closedir(d);
-  return out;
-}
-
-template <typename F>
-bool WaitFor(F done, double seconds) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
-}
 
 std::string Config(const TempDir& d, const std::string& server_command) {
   return "processors:\n"
@@ -88,7 +53,7 @@ TEST(ProcessSafetyE2eTest, AForkingManagedServerDiesWithASigkilledMmirageAndInhe
     (*run)->Wait();
     FAIL() << "the server never started:\n" << ReadFile(d.Path("mmirage.log"));
   }
-  ASSERT_TRUE(WaitFor([&] { return LiveMembers(pgid).size() >= 2; }, 10)) << "the server's sleep did not start";
+  ASSERT_TRUE(WaitFor([&] { return LiveGroupMembers(pgid).size() >= 2; }, 10)) << "the server's sleep did not start";
 
   std::istringstream listed(ReadFile(fds));
   std::set<std::string> seen;
@@ -100,10 +65,10 @@ TEST(ProcessSafetyE2eTest, AForkingManagedServerDiesWithASigkilledMmirageAndInhe
   ASSERT_NE(pgid, (*run)->pid());
   ASSERT_TRUE((*run)->SignalGroup(SIGKILL).ok());
   (*run)->Wait();
-  bool gone = WaitFor([&] { return LiveMembers(pgid).empty(); }, 30);
-  EXPECT_TRUE(gone) << LiveMembers(pgid).size() << " process(es) of the managed server's group " << pgid
+  bool gone = WaitFor([&] { return LiveGroupMembers(pgid).empty(); }, 30);
+  EXPECT_TRUE(gone) << LiveGroupMembers(pgid).size() << " process(es) of the managed server's group " << pgid
                     << " outlived a SIGKILLed mmirage\n" << ReadFile(d.Path("mmirage.log"));
-  for (int pid : LiveMembers(pgid)) ::kill(pid, SIGKILL);  // leave nothing behind when the test fails
+  for (int pid : LiveGroupMembers(pgid)) ::kill(pid, SIGKILL);  // leave nothing behind when the test fails
 }
 
 }  // namespace

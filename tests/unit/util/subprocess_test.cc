@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/proc_util.h"
 #include "util/pipe_process.h"
 #include "util/subprocess.h"
 
@@ -39,28 +40,6 @@ int CountOpenFds() {
   return n - 1;  // the directory's own descriptor
 }
 
-// Live (not zombie) processes whose process group is `pgid`, from /proc/<pid>/stat.
-std::vector<int> LiveMembers(int pgid) {
-  std::vector<int> out;
-  DIR* d = ::opendir("/proc");
-  if (d == nullptr) return out;
-  while (struct dirent* e = ::readdir(d)) {
-    int pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 1));
-    std::string state;
-    int ppid = 0, pgrp = 0;
-    rest >> state >> ppid >> pgrp;
-    if (pgrp == pgid && state != "Z" && state != "X") out.push_back(pid);
-  }
-  ::closedir(d);
-  return out;
-}
-
 // Guard processes (util/spawn.h) watching group `pgid`, by their command line.
 int GuardsFor(int pgid) {
   int n = 0;
@@ -78,12 +57,7 @@ int GuardsFor(int pgid) {
 }
 
 bool WaitUntilGroupGone(int pgid, double seconds) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (LiveMembers(pgid).empty()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return LiveMembers(pgid).empty();
+  return testing::WaitFor([pgid] { return testing::LiveGroupMembers(pgid).empty(); }, seconds);
 }
 
 TEST(SubprocessTest, ChildrenInheritNoDescriptorOfOurs) {
@@ -210,20 +184,15 @@ TEST(SubprocessTest, GuardedGroupDiesWithItsParentEvenAfterSigkill) {
   ::close(report[0]);
   ASSERT_GT(pgid, 0) << "the starter could not start the group";
   // Wait until the shell has forked both sleeps (three members), then kill the starter.
-  for (int i = 0; i < 250 && LiveMembers(pgid).size() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_EQ(LiveMembers(pgid).size(), 3u);
+  ASSERT_TRUE(testing::WaitFor([pgid] { return testing::LiveGroupMembers(pgid).size() >= 3; }, 5));
   ::kill(starter, SIGKILL);
   int st;
   ::waitpid(starter, &st, 0);
-  EXPECT_TRUE(WaitUntilGroupGone(pgid, 10)) << LiveMembers(pgid).size() << " member(s) of group " << pgid
+  EXPECT_TRUE(WaitUntilGroupGone(pgid, 10)) << testing::LiveGroupMembers(pgid).size() << " member(s) of group " << pgid
                                             << " survived the SIGKILL of the process that started it";
-  for (int pid : LiveMembers(pgid)) ::kill(pid, SIGKILL);  // leave nothing behind when the test fails
-  bool guard_gone = false;
-  for (int i = 0; i < 250 && !guard_gone; ++i) {
-    guard_gone = GuardsFor(pgid) == 0;
-    if (!guard_gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_TRUE(guard_gone) << "the guard did not exit after stopping the group";
+  for (int pid : testing::LiveGroupMembers(pgid)) ::kill(pid, SIGKILL);  // leave nothing behind when the test fails
+  EXPECT_TRUE(testing::WaitFor([pgid] { return GuardsFor(pgid) == 0; }, 5))
+      << "the guard did not exit after stopping the group";
 }
 
 TEST(SubprocessTest, AGuardIsDismissedWhenItsGroupEndedNormally) {
@@ -237,12 +206,7 @@ TEST(SubprocessTest, AGuardIsDismissedWhenItsGroupEndedNormally) {
   EXPECT_EQ(GuardsFor(pgid), 1);
   EXPECT_EQ((*p)->Wait(), 4);
   p->reset();
-  bool gone = false;
-  for (int i = 0; i < 250 && !gone; ++i) {
-    gone = GuardsFor(pgid) == 0;
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_TRUE(gone) << "a dismissed guard is still running";
+  EXPECT_TRUE(testing::WaitFor([pgid] { return GuardsFor(pgid) == 0; }, 5)) << "a dismissed guard is still running";
 }
 
 TEST(SubprocessTest, DestroyingAGuardedSubprocessStopsWhatIsLeftOfItsGroup) {
@@ -255,10 +219,10 @@ TEST(SubprocessTest, DestroyingAGuardedSubprocessStopsWhatIsLeftOfItsGroup) {
   ASSERT_TRUE(p.ok()) << p.status().message();
   int pgid = (*p)->pid();
   EXPECT_EQ((*p)->Wait(), 0);
-  ASSERT_FALSE(LiveMembers(pgid).empty()) << "the background sleep should still run";
+  ASSERT_FALSE(testing::LiveGroupMembers(pgid).empty()) << "the background sleep should still run";
   p->reset();
   EXPECT_TRUE(WaitUntilGroupGone(pgid, 10));
-  for (int pid : LiveMembers(pgid)) ::kill(pid, SIGKILL);
+  for (int pid : testing::LiveGroupMembers(pgid)) ::kill(pid, SIGKILL);
   // stop_group_with_parent needs a group of its own.
   SubprocessOptions bad;
   bad.argv = {"/bin/true"};
