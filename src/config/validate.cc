@@ -44,6 +44,22 @@ void CheckOutputSchemaNames(Diag* d, const OutputNode& node, const std::set<std:
   }
 }
 
+// The literal text of a template, without its {{ … }}, {% … %} and {# … #} parts.
+std::string TemplateLiteralText(const std::string& t) {
+  std::string out;
+  for (size_t i = 0; i < t.size();) {
+    if (t[i] == '{' && i + 1 < t.size() && (t[i + 1] == '{' || t[i + 1] == '%' || t[i + 1] == '#')) {
+      const char* close = t[i + 1] == '{' ? "}}" : t[i + 1] == '%' ? "%}" : "#}";
+      size_t e = t.find(close, i + 2);
+      if (e == std::string::npos) break;
+      i = e + 2;
+    } else {
+      out.push_back(t[i++]);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 void ValidateConfig(Diag* d, Config* c) {
@@ -86,6 +102,11 @@ void ValidateConfig(Diag* d, Config* c) {
     if (o.prompt_tmpl) CheckTemplateNames(d, o.loc, "output '" + o.name + "' prompt", *o.prompt_tmpl, known, kNoExtra);
     if (o.negative_prompt_tmpl)
       CheckTemplateNames(d, o.loc, "output '" + o.name + "' negative_prompt", *o.negative_prompt_tmpl, known, kNoExtra);
+    if (o.filename_tmpl && TemplateLiteralText(o.filename_template).find_first_of("/\\") != std::string::npos) {
+      d->Warn(o.loc, "output '" + o.name + "' filename_template '" + o.filename_template + "' holds a path separator: "
+                     "images are written directly in the processor's output_dir, with every character other than "
+                     "A-Z a-z 0-9 . _ - replaced by '_' (no sub-folders, nothing outside it)");
+    }
     if (o.filename_tmpl)
       CheckTemplateNames(d, o.loc, "output '" + o.name + "' filename_template", *o.filename_tmpl, known,
                          kFilenameExtra);

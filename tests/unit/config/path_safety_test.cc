@@ -87,5 +87,35 @@ TEST(NonFiniteNumbersTest, SamplingValuesMustBeFiniteAndTheErrorIsLocated) {
   EXPECT_EQ(LoadLlm("    default_sampling_params: {stop: [\".nan\"]}\n"), "OK");
 }
 
+Result<Config> LoadImageGen(const std::string& filename_template) {
+  std::string yaml =
+      "processors:\n"
+      "  - type: image_gen\n"
+      "    backend: external\n"
+      "    external: {base_url: \"http://127.0.0.1:1/v1\"}\n"
+      "    output_dir: images\n"
+      "loading_params:\n"
+      "  datasets: [{type: JSONL, path: a.jsonl, output_dir: out}]\n"
+      "processing_params:\n"
+      "  inputs: [{name: a, key: a}]\n"
+      "  outputs: [{name: img, type: image_gen, prompt: \"{{ a }}\", filename_template: \"" + filename_template +
+      "\"}]\n"
+      "  output_schema: {img: \"{{ img }}\"}\n";
+  LoadOptions o;
+  o.env = [](const std::string&) { return std::optional<std::string>(); };
+  return LoadConfigFromString(yaml, "cfg.yaml", o);
+}
+
+TEST(PathSafetyTest, AFilenameTemplateWithSeparatorsIsLoadedWithAWarning) {
+  auto plain = LoadImageGen("img_{{ a }}_{{ a / 2 }}");  // a division inside {{ }} is not a separator
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_TRUE(plain->warnings.empty()) << plain->warnings[0];
+  auto sub = LoadImageGen("../sub/{{ a }}");
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  ASSERT_EQ(sub->warnings.size(), 1u);
+  EXPECT_EQ(sub->warnings[0].rfind("cfg.yaml:10:", 0), 0u) << sub->warnings[0];
+  EXPECT_NE(sub->warnings[0].find("holds a path separator"), std::string::npos) << sub->warnings[0];
+}
+
 }  // namespace
 }  // namespace mmirage::config
