@@ -142,7 +142,9 @@ Result<pid_t> SpawnChild(const SpawnSpec& spec) {
       if (::getppid() != parent) ::_exit(127);  // the parent is already gone
     }
     ResetSignals();
-    // A source that is itself one of 0..2 (but not its own target) would be overwritten by an earlier dup2.
+    // A descriptor of 0..2 that is not its own target (our 0-2 may have been closed) would be overwritten by an
+    // earlier dup2: move it above 2 first.
+    int err_fd = err_pipe[1] < 3 ? ::fcntl(err_pipe[1], F_DUPFD_CLOEXEC, 3) : err_pipe[1];
     for (int i = 0; i < 3; ++i)
       if (src[i] >= 0 && src[i] < 3 && src[i] != i) src[i] = ::fcntl(src[i], F_DUPFD_CLOEXEC, 3);
     for (int i = 0; i < 3; ++i) {
@@ -150,10 +152,10 @@ Result<pid_t> SpawnChild(const SpawnSpec& spec) {
       else if (src[i] >= 0) ::dup2(src[i], i);  // dup2 clears close-on-exec on the copy
     }
     if (spec.stderr_fd == SpawnSpec::kSameAsStdout) ::dup2(1, 2);
-    CloseDescriptorsFrom(3, err_pipe[1]);
-    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) ChildFail(err_pipe[1], 0);
+    CloseDescriptorsFrom(3, err_fd);
+    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) ChildFail(err_fd, 0);
     ::execve(program.c_str(), argv.data(), envp.data());
-    ChildFail(err_pipe[1], 1);
+    ChildFail(err_fd, 1);
   }
   int fork_errno = errno;
   ::close(err_pipe[1]);
