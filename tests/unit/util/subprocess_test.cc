@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -154,6 +155,36 @@ TEST(SubprocessTest, NoDescriptorLeaksOnErrors) {
     EXPECT_FALSE(Subprocess::Start(bad_log).ok());
   }
   EXPECT_EQ(CountOpenFds(), before);
+
+  // Room for exactly two more descriptors (the limit bounds descriptor numbers): the first pipe opens, the second
+  // (or the spawn's own error pipe) fails; whatever was opened must be closed again.
+  for (int room = 1; room <= 5; ++room) {
+    int free_seen = 0, limit = 0;
+    for (int fd = 0; free_seen <= room; ++fd) {
+      if (::fcntl(fd, F_GETFD) < 0) ++free_seen;
+      limit = fd;
+    }
+    struct rlimit old_limit;
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old_limit), 0);
+    struct rlimit low = old_limit;
+    low.rlim_cur = static_cast<rlim_t>(limit);  // descriptors < limit: `room` free ones
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+    auto r = RunCommandCapture({"/bin/true"}, 5);
+    auto pp = PipeProcess::Start({{"/bin/true"}, {}, ""});
+    SubprocessOptions logged;
+    logged.argv = {"/bin/true"};
+    logged.stdout_path = "/dev/null";
+    logged.new_process_group = logged.stop_group_with_parent = true;
+    auto sp = Subprocess::Start(logged);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old_limit), 0);
+    if (r.ok()) {
+      EXPECT_EQ(r->exit_code, 0);
+    }
+    if (sp.ok()) (*sp)->Wait();
+    pp = Status::IOError("done");  // closes it, if it started
+    sp = Status::IOError("done");
+    EXPECT_EQ(CountOpenFds(), before) << "room for " << room << " descriptor(s)";
+  }
 }
 
 // A process that starts a guarded group (a shell that forked a child) and is then killed with SIGKILL: no member
