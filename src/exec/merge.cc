@@ -251,6 +251,11 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
       candidates.emplace_back(*id, d);
     }
     std::sort(candidates.begin(), candidates.end());
+    for (size_t i = 1; i < candidates.size(); ++i) {  // shard_7 and shard_07: never merge a shard twice
+      if (candidates[i].first == candidates[i - 1].first)
+        return Status::InvalidArgument(candidates[i - 1].second + " and " + candidates[i].second + " are both shard " +
+                                       std::to_string(candidates[i].first) + "; remove one");
+    }
     if (!rep.ignored_beyond_num_shards.empty()) {
       std::sort(rep.ignored_beyond_num_shards.begin(), rep.ignored_beyond_num_shards.end());
       std::string list;

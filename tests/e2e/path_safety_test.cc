@@ -65,13 +65,19 @@ TEST(PathSafetyE2eTest, ADatasetDictSplitNameCannotLeadOutOfTheShardFolder) {
   EXPECT_FALSE(Exists(d.Path("out/shard_0/data.jsonl")));
 }
 
-TEST(PathSafetyE2eTest, HugeShardNumbersAreNotShardFolders) {
+TEST(PathSafetyE2eTest, HugeShardNumbersAreNotShardsAndNoShardIsMergedTwice) {
   TempDir d;
   WriteFile(d.Path("in/shard_0/data.jsonl"), "{\"a\":1}\n");
   WriteFile(d.Path("in/shard_99999999999999999999999/data.jsonl"), "{\"a\":2}\n");  // out of int64 range
   auto r = RunMmirage("merge-dir --input-dir " + d.Path("in") + " --output-dir " + d.Path("merged"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(ReadLines(d.Path("merged/data.jsonl")), (std::vector<std::string>{"{\"a\":1}"}));
+  // shard_00 is shard 0 too (as the original reads it): both at once is an error, not shard 0 merged twice.
+  WriteFile(d.Path("in/shard_00/data.jsonl"), "{\"a\":3}\n");
+  auto twice = RunMmirage("merge-dir --input-dir " + d.Path("in") + " --output-dir " + d.Path("merged2"));
+  EXPECT_NE(twice.exit_code, 0);
+  EXPECT_NE(twice.err.find("are both shard 0"), std::string::npos) << twice.err;
+  EXPECT_FALSE(Exists(d.Path("merged2")));
 }
 
 TEST(PathSafetyE2eTest, PartialMergeIgnoresStaleShardFoldersBeyondNumShards) {
