@@ -142,7 +142,7 @@ HttpResponse HttpTransfer(const HttpRequest& r, const HttpTransferOptions& o) {
       st.response.status_code = static_cast<int>(status);
       // An empty 200 body still makes the (empty) file.
       if (status == 200 && !st.out_path.empty() && st.out == nullptr && !st.out_failed) {
-        st.out = std::fopen(st.out_path.c_str(), "wb");
+        st.out = std::fopen(st.out_path.c_str(), "wbe");
         if (st.out == nullptr) st.out_failed = true;
       }
     } else {
