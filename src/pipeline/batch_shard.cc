@@ -53,9 +53,16 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
   MMIRAGE_ASSIGN_OR_RETURN(ctx->journal, BatchJournal::Open(ctx->env, JoinPath(ctx->state.dir(), "batch")));
   bool fresh = !ctx->journal->fingerprint().has_value();
   if (!fresh && *ctx->journal->fingerprint() != ctx->config.fingerprint) {
+    if (ctx->state.Read().status == "success") {
+      return Status::InvalidArgument(
+          "shard " + std::to_string(ctx->shard_id()) + " was published from another version of the config (journal " +
+          ctx->journal->dir() + "/journal.jsonl); run the edited config with another state_dir (with temperature 0 "
+          "or a seed, the generation cache answers every request that did not change), or remove that directory");
+    }
     return Status::InvalidArgument("the config changed since shard " + std::to_string(ctx->shard_id()) +
                                    "'s batches were submitted (journal " + ctx->journal->dir() +
-                                   "/journal.jsonl); restore it, or remove that directory to start over");
+                                   "/journal.jsonl); restore it (and collect), or remove that directory to start "
+                                   "over");
   }
   auto fail = [&](const Status& s) -> Status {
     Status m = ctx->state.MarkFailed(s.message(), report.rows_failed);

@@ -498,6 +498,25 @@ TEST_F(BatchCacheTest, IdenticalRequestsInOneRunAreSubmittedOnce) {
   EXPECT_EQ(f2.submitted.size(), 3u * kRows);
 }
 
+TEST_F(BatchCacheTest, AnEditedConfigOnAPublishedShardSaysToUseAnotherStateDir) {
+  Provider prov = Start();
+  Knobs a;
+  a.shards = 1;
+  ASSERT_EQ(RunVariant(d_, prov, a).exit_code, 0);
+  Knobs b = a;  // same state_dir, output_schema edited
+  b.schema_extra = "    answer: \"{{ qa.answer }}\"\n";
+  WriteFile(d_.Path("cfg-edited.yaml"), Config(d_, prov.port, b));
+  auto r = Mm(kKey, "run --shard-id 0 --config " + d_.Path("cfg-edited.yaml"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("shard 0 was published from another version of the config (journal "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("run the edited config with another state_dir"), std::string::npos) << r.err;
+  // The published shard stays published.
+  auto st = ParseJson(ReadFile(d_.Path("state-a/shard_0/status.json")));
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->Find("status")->as_string(), "success");
+}
+
 TEST(BatchCacheConfigTest, SamplingKeysAreCheckedPerProvider) {
   TempDir d;
   WriteRows(d);
