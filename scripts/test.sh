@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds what is needed (via scripts/setup.sh), brings up the services the tests need, and runs every test.
-# Non-zero on any failure. Extra arguments go to ctest (e.g. scripts/test.sh -R Jmespath).
+# Builds what the tests need (scripts/setup.sh --for-tests: llama-server, the Python oracles, every test binary),
+# brings up the services the tests need, and runs every test. Non-zero on any failure. Extra arguments go to ctest
+# (e.g. scripts/test.sh -R Jmespath); `scripts/test.sh --build-only` sets up and builds without running anything.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-"$ROOT/scripts/setup.sh"
+"$ROOT/scripts/setup.sh" --for-tests
+if [ "${1:-}" = --build-only ]; then exit 0; fi
 # The SLURM end-to-end tests (SlurmTest.*) submit to a real SLURM. When none answers, start the one-node test
 # SLURM (munged, slurmctld, slurmd on localhost; needs root) and stop it again on the way out. A SLURM that
 # cannot start must not hide the other tests: the SLURM tests then fail and say why.
