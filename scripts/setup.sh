@@ -17,12 +17,13 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-FOR_TESTS=0
+FOR_TESTS=0 WITH_SERVER=0
 for a in "$@"; do
   case "$a" in
-    --for-tests) FOR_TESTS=1 ;;
+    --for-tests) FOR_TESTS=1; WITH_SERVER=1 ;;
+    --with-server) WITH_SERVER=1 ;;   # llama-server too (scripts/install.sh bundles it), linked at build/llama-server
     -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
-    *) echo "setup.sh: unknown argument '$a' (expected --for-tests)" >&2; exit 2 ;;
+    *) echo "setup.sh: unknown argument '$a' (expected --for-tests or --with-server)" >&2; exit 2 ;;
   esac
 done
 CACHE="${MMIRAGE_CACHE:-$HOME/.cache/mmirage}"
@@ -182,13 +183,15 @@ PY
 
 # ---- 3. test-only: llama-server (same source tree) and the Python oracles (never used by the product) ------------
 LLAMA_SERVER=""
-if [ "$FOR_TESTS" = 1 ]; then
+if [ "$WITH_SERVER" = 1 ]; then
   if [ "$LLAMA_MODE" = source ] || [ ! -x "$LLAMA_DIR/build-server/bin/llama-server" ]; then
     build_llama_targets llama-server
     LLAMA_SERVER="$SRC_BUILD/bin/llama-server"
   else
     LLAMA_SERVER="$LLAMA_DIR/build-server/bin/llama-server"  # the same source and flags, built by an older set-up
   fi
+fi
+if [ "$FOR_TESTS" = 1 ]; then
   if [ ! -f "$VENV/.complete" ]; then
     log "creating test venv at $VENV"
     rm -rf "$VENV"
@@ -212,8 +215,6 @@ fi
 # Paths the examples and tests use, relative to the repository root.
 mkdir -p "$ROOT/build/models"
 [ -f "$MODEL_FILE" ] && ln -sfn "$MODEL_FILE" "$ROOT/build/models/smollm2-135m-instruct-q4_1.gguf"
-if [ "$FOR_TESTS" = 1 ]; then
-  ln -sfn "$VENV" "$ROOT/build/venv"   # the test/benchmark Python of this checkout
-  ln -sfn "$LLAMA_SERVER" "$ROOT/build/llama-server"
-fi
+[ "$FOR_TESTS" = 1 ] && ln -sfn "$VENV" "$ROOT/build/venv"   # the test/benchmark Python of this checkout
+[ -n "$LLAMA_SERVER" ] && ln -sfn "$LLAMA_SERVER" "$ROOT/build/llama-server"
 log "done: $ROOT/build/mmirage (llama.cpp: $LLAMA_MODE)"
