@@ -14,6 +14,13 @@
 
 #include "chat.h"
 #include "llama.h"
+#ifdef MMIRAGE_LLAMA_DYNAMIC_BACKENDS
+#include <dlfcn.h>
+
+#include <string>
+
+#include "ggml-backend.h"
+#endif
 
 namespace {
 
@@ -45,6 +52,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
+#ifdef MMIRAGE_LLAMA_DYNAMIC_BACKENDS
+  {  // llama.cpp's shared build: load the backends that sit beside libggml
+    Dl_info info{};
+    std::string dir;
+    if (dladdr(reinterpret_cast<const void*>(&ggml_backend_load_all_from_path), &info) != 0 && info.dli_fname) {
+      dir = info.dli_fname;
+      dir = dir.substr(0, dir.rfind('/'));
+    }
+    ggml_backend_load_all_from_path(dir.empty() ? nullptr : dir.c_str());
+  }
+#endif
   llama_backend_init();
   llama_model* model = llama_model_load_from_file(model_path.c_str(), llama_model_default_params());
   if (model == nullptr) {
