@@ -13,7 +13,8 @@
 #             the tests later), with GGML_NATIVE; MMIRAGE_GPU=cuda adds GGML_CUDA for the GPUs present (or
 #             MMIRAGE_CUDA_ARCHS, e.g. "90" for H100/H200) and implies source.
 # Other knobs: MMIRAGE_CACHE (default ~/.cache/mmirage), MMIRAGE_JOBS, MMIRAGE_BUILD_TYPE, MMIRAGE_LLAMA_CMAKE_ARGS,
-# MMIRAGE_SKIP_MODEL=1, MMIRAGE_SKIP_APT=1 (a machine whose packages are provided otherwise).
+# MMIRAGE_BUILD_DIR (default build/), MMIRAGE_CMAKE_ARGS (extra arguments for mmirage's own configure), MMIRAGE_SKIP_MODEL=1, MMIRAGE_SKIP_APT=1 (a
+# machine whose packages are provided otherwise).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,6 +36,7 @@ LLAMA_DIR="$CACHE/llama.cpp/$NLC_VERSION-${LLAMA_COMMIT:0:7}"
 # The test venv is keyed by its requirements, so worktrees with different requirements never fight over one venv.
 VENV="$CACHE/venv-$(sha256sum "$ROOT/tests/requirements.txt" | cut -c1-12)"
 JOBS="${MMIRAGE_JOBS:-$(nproc)}"
+BUILD="${MMIRAGE_BUILD_DIR:-$ROOT/build}"   # mmirage's own build tree
 GPU="${MMIRAGE_GPU:-none}"
 
 log() { printf '[setup] %s\n' "$*" >&2; }
@@ -80,8 +82,10 @@ flock 9
 
 # ---- 2. llama.cpp: the pinned source (headers, vocab files) and its libraries -------------------------------------
 fetch_llama_source() {
-  if [ -f "$LLAMA_DIR/src/include/llama.h" ] && [ "$(git -C "$LLAMA_DIR/src" rev-parse HEAD 2>/dev/null)" = "$LLAMA_COMMIT" ]; then
-    return
+  if [ -f "$LLAMA_DIR/src/include/llama.h" ]; then
+    # A git checkout at the pinned commit, or an exported tree stamped with it (bench/gpu/ carries one).
+    [ "$(git -C "$LLAMA_DIR/src" rev-parse HEAD 2>/dev/null)" = "$LLAMA_COMMIT" ] && return
+    [ "$(cat "$LLAMA_DIR/src/.mmirage-commit" 2>/dev/null)" = "$LLAMA_COMMIT" ] && return
   fi
   mkdir -p "$LLAMA_DIR"
   local tmp; tmp="$(mktemp -d)"
@@ -204,17 +208,17 @@ fi
 flock -u 9
 
 # ---- 4. mmirage itself: the main binary only, or everything with --for-tests ------------------------------------
-cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE="${MMIRAGE_BUILD_TYPE:-Release}" \
-  -DMMIRAGE_LLAMA_DIR="$LLAMA_DIR" "${LLAMA_CMAKE[@]}" -DMMIRAGE_PYTHON="$VENV/bin/python" >/dev/null
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE="${MMIRAGE_BUILD_TYPE:-Release}" \
+  -DMMIRAGE_LLAMA_DIR="$LLAMA_DIR" "${LLAMA_CMAKE[@]}" -DMMIRAGE_PYTHON="$VENV/bin/python" ${MMIRAGE_CMAKE_ARGS:-} >/dev/null
 if [ "$FOR_TESTS" = 1 ]; then
-  cmake --build "$ROOT/build" -j "$JOBS"
+  cmake --build "$BUILD" -j "$JOBS"
 else
-  log "building build/mmirage"
-  cmake --build "$ROOT/build" -j "$JOBS" --target mmirage
+  log "building $BUILD/mmirage"
+  cmake --build "$BUILD" -j "$JOBS" --target mmirage
 fi
 # Paths the examples and tests use, relative to the repository root.
-mkdir -p "$ROOT/build/models"
-[ -f "$MODEL_FILE" ] && ln -sfn "$MODEL_FILE" "$ROOT/build/models/smollm2-135m-instruct-q4_1.gguf"
-[ "$FOR_TESTS" = 1 ] && ln -sfn "$VENV" "$ROOT/build/venv"   # the test/benchmark Python of this checkout
-[ -n "$LLAMA_SERVER" ] && ln -sfn "$LLAMA_SERVER" "$ROOT/build/llama-server"
-log "done: $ROOT/build/mmirage (llama.cpp: $LLAMA_MODE)"
+mkdir -p "$BUILD/models"
+[ -f "$MODEL_FILE" ] && ln -sfn "$MODEL_FILE" "$BUILD/models/smollm2-135m-instruct-q4_1.gguf"
+[ "$FOR_TESTS" = 1 ] && ln -sfn "$VENV" "$BUILD/venv"   # the test/benchmark Python of this checkout
+[ -n "$LLAMA_SERVER" ] && ln -sfn "$LLAMA_SERVER" "$BUILD/llama-server"
+log "done: $BUILD/mmirage (llama.cpp: $LLAMA_MODE)"
