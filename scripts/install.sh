@@ -53,11 +53,13 @@ PREFIX="$(cd "$PREFIX" && pwd)"
 rm -rf "$PREFIX/bin" "$PREFIX/lib" "$PREFIX/libexec/mmirage" "$PREFIX/share/mmirage"
 mkdir -p "$PREFIX/bin" "$PREFIX/lib" "$PREFIX/libexec/mmirage" "$PREFIX/share/mmirage"
 
-# glibc's own libraries (and the loader) are the base system; everything else travels with the bundle.
+# glibc's own libraries (and the loader) are the base system, like the GPU driver; everything else travels with
+# the bundle.
 is_glibc() {
   case "$(basename "$1")" in
     linux-vdso.so*|ld-linux*.so*|libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libresolv.so*|libutil.so*|\
     libanl.so*|libnsl.so*|libBrokenLocale.so*|libmvec.so*|libcrypt.so*) return 0 ;;
+    libcuda.so*|libnvidia-*.so*) return 0 ;;   # the NVIDIA driver's own: always the node's
     *) return 1 ;;
   esac
 }
