@@ -32,7 +32,7 @@ done
 rm -rf "$TMP/stage"   # the bundle must not lean on where it was staged
 
 # 1. ldd: every non-glibc library resolves inside the bundle.
-glibc='^(linux-vdso\.so|ld-linux[^ ]*\.so|libc\.so|libm\.so|libpthread\.so|libdl\.so|librt\.so|libresolv\.so|libutil\.so|libanl\.so|libnsl\.so|libmvec\.so|libcrypt\.so)'
+glibc='^(linux-vdso\.so|ld-linux[^ ]*\.so|libc\.so|libm\.so|libpthread\.so|libdl\.so|librt\.so|libresolv\.so|libutil\.so|libanl\.so|libnsl\.so|libmvec\.so|libcrypt\.so|libcuda\.so|libnvidia-)'
 checked=0
 for f in "$B"/bin/* "$B"/lib/*; do
   out="$(env -u LD_LIBRARY_PATH ldd "$f" 2>&1)" || fail "ldd $f: $out"
