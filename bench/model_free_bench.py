@@ -28,6 +28,7 @@ loading_params:
     - type: JSONL
       path: {data}
       output_dir: {out}
+      output_format: jsonl
   state_dir: {state}
 processing_params:
   inputs:

@@ -56,7 +56,8 @@ esac
 
 # ---- 1. system packages -------------------------------------------------------------------------------------------
 APT_PKGS=(build-essential cmake ninja-build git ccache pkg-config libyaml-cpp-dev libcli11-dev libsimdjson-dev
-          libzstd-dev zlib1g-dev libgtest-dev libmimalloc-dev libcurl4-openssl-dev python3 python3-venv npm)
+          libzstd-dev zlib1g-dev libgtest-dev libmimalloc-dev libcurl4-openssl-dev python3 python3-venv npm
+          libpng-dev libjpeg62-turbo-dev libwebp-dev libssl-dev)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -185,6 +186,40 @@ PY
 }
 [ "${MMIRAGE_SKIP_MODEL:-0}" = 1 ] || fetch_model
 
+# ---- 2c. Apache Arrow / Parquet C++ (HF datasets in and out): libraries and headers from the pinned pyarrow wheel
+# (manylinux x86-64; needs no libpython). No CMake/pkg-config files ship with it: CMake links the .so by full path.
+ARROW_VERSION="26.0.1"
+ARROW_WHL="pyarrow-$ARROW_VERSION-cp311-cp311-manylinux_2_28_x86_64.whl"
+ARROW_WHL_SHA256="39cb0f2418282c24bea6ceda77b03e5a8f0a5766b63a8bf194d4e2a2c423548c"
+ARROW_DIR="$CACHE/arrow/$ARROW_VERSION"
+fetch_arrow() {
+  if [ -f "$ARROW_DIR/.complete" ]; then return; fi
+  local tmp; tmp="$(mktemp -d)"
+  log "fetching pyarrow==$ARROW_VERSION (Arrow/Parquet C++ libraries and headers, ~55 MB)"
+  python3 -m pip download -q --no-deps --disable-pip-version-check --only-binary=:all: \
+    --platform manylinux_2_28_x86_64 --python-version 3.11 --implementation cp -d "$tmp" "pyarrow==$ARROW_VERSION"
+  echo "$ARROW_WHL_SHA256  $tmp/$ARROW_WHL" | sha256sum -c --quiet - || { log "checksum mismatch for $ARROW_WHL"; exit 1; }
+  rm -rf "$ARROW_DIR"; mkdir -p "$ARROW_DIR/lib"
+  python3 - "$tmp/$ARROW_WHL" "$ARROW_DIR" <<'PY'
+import os, shutil, sys, zipfile
+whl, dest = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(whl) as z:
+    for name in z.namelist():
+        if name.startswith("pyarrow/include/") and not name.endswith("/"):
+            out = os.path.join(dest, name[len("pyarrow/"):])
+        elif name in ("pyarrow/libarrow.so.2600", "pyarrow/libparquet.so.2600"):
+            out = os.path.join(dest, "lib", os.path.basename(name))
+        else:
+            continue
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with z.open(name) as src, open(out, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+PY
+  touch "$ARROW_DIR/.complete"
+  rm -rf "$tmp"
+}
+fetch_arrow
+
 # ---- 3. test-only: llama-server (same source tree) and the Python oracles (never used by the product) ------------
 LLAMA_SERVER=""
 if [ "$WITH_SERVER" = 1 ]; then
@@ -209,7 +244,7 @@ flock -u 9
 
 # ---- 4. mmirage itself: the main binary only, or everything with --for-tests ------------------------------------
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE="${MMIRAGE_BUILD_TYPE:-Release}" \
-  -DMMIRAGE_LLAMA_DIR="$LLAMA_DIR" "${LLAMA_CMAKE[@]}" -DMMIRAGE_PYTHON="$VENV/bin/python" ${MMIRAGE_CMAKE_ARGS:-} >/dev/null
+  -DMMIRAGE_LLAMA_DIR="$LLAMA_DIR" "${LLAMA_CMAKE[@]}" -DMMIRAGE_ARROW_DIR="$ARROW_DIR" -DMMIRAGE_PYTHON="$VENV/bin/python" ${MMIRAGE_CMAKE_ARGS:-} >/dev/null
 if [ "$FOR_TESTS" = 1 ]; then
   cmake --build "$BUILD" -j "$JOBS"
 else

@@ -6,6 +6,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/setup.sh" --for-tests
 if [ "${1:-}" = --build-only ]; then exit 0; fi
+# The HTML report test (StatsHtmlTest.*) renders the page in headless Chromium: Debian's chromium (and a font),
+# installed here when missing. If that fails the test fails and says why; the other tests still run.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "[test] installing Debian's chromium for the HTML report test" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+      chromium fonts-dejavu-core >/dev/null; } || echo "[test] chromium could not be installed: StatsHtmlTest.* will fail" >&2
+fi
 # The SLURM end-to-end tests (SlurmTest.*) submit to a real SLURM. When none answers, start the one-node test
 # SLURM (munged, slurmctld, slurmd on localhost; needs root) and stop it again on the way out. A SLURM that
 # cannot start must not hide the other tests: the SLURM tests then fail and say why.

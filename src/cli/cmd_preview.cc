@@ -57,7 +57,7 @@ int Preview(const Opts& o) {
   bool json = o.format == "json";
   int failures = 0;
   for (const auto& dc : config->loading.datasets) {
-    auto parts = ResolveDatasetParts(env, dc.path, dc.splits);
+    auto parts = ResolveDatasetParts(env, dc.type, dc.path, dc.splits);
     if (!parts.ok()) {
       ReportError(parts.status().WithContext(dc.loc.ToString() + ": dataset"));
       return kExitFailure;
@@ -89,7 +89,7 @@ int Preview(const Opts& o) {
           ++failures;
           report.Set("error", Value(std::string(pipeline::StageName(e.stage)) + ": " + e.message));
         };
-        auto row = ParseJson(raw.text);
+        Result<Value> row = raw.value != nullptr ? Result<Value>(*raw.value) : ParseJson(raw.text);
         Value vars;
         Value prompts = Value::EmptyObject();
         if (!row.ok() || !row->is_object()) {

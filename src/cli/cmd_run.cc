@@ -68,6 +68,15 @@ int Run(const RunOptions& o) {
   ro.slurm_array_task_id = GetEnvVar("SLURM_ARRAY_TASK_ID");
   ro.collect_gpu_stats = o.stats || GetEnvVar("MMIRAGE_COLLECT_STATS").value_or("") == "1";
   ro.cuda_visible_devices = GetEnvVar("CUDA_VISIBLE_DEVICES");
+  if (auto iv = GetEnvVar("MMIRAGE_TIMELINE_INTERVAL_SECONDS")) {  // timeline.jsonl sample period (default 10 s)
+    char* end = nullptr;
+    double secs = std::strtod(iv->c_str(), &end);
+    if (iv->empty() || *end != '\0' || !(secs >= 0.5 && secs <= 86400)) {
+      LOG_ERROR("MMIRAGE_TIMELINE_INTERVAL_SECONDS='" << *iv << "': expected a number of seconds in [0.5, 86400]");
+      return kExitUsage;
+    }
+    ro.timeline_interval_seconds = secs;
+  }
   ro.quiet = o.quiet || o.progress == "none";
   ro.progress_on_terminal = o.progress == "terminal" || (o.progress == "auto" && ::isatty(2) == 1);
   InstallStopSignalHandlers();

@@ -1,12 +1,18 @@
 // `mmirage stats`: the benchmark report of a run (cli.md §4, stats.md §2) from the state directory, as JSON
-// (2-space indent) or as a human table. Exit 0 unless the config fails to load.
+// (2-space indent), as a human table with the tuning advice (stats/advice.h), or as a self-contained HTML page
+// (stats/report_html.h; `--html FILE` writes it to a file, `--format html` to stdout). Exit 0 unless the config
+// fails to load or the HTML file cannot be written.
 #include <iostream>
 #include <memory>
 
 #include "cli/shard_commands.h"
 #include "data/json.h"
 #include "state/shard_state.h"
+#include "stats/advice.h"
 #include "stats/aggregate.h"
+#include "stats/report_data.h"
+#include "stats/report_html.h"
+#include "util/log.h"
 
 namespace mmirage::cli {
 namespace {
@@ -14,7 +20,27 @@ namespace {
 struct StatsOptions {
   CommonOptions common;
   std::string format = "json";
+  bool format_given = false;
+  std::string html_path;  // --html FILE
 };
+
+// What the advice names from the config: batch_size, and the first llm processor's max_running_requests and
+// max_new_tokens.
+TuningKnobs KnobsOf(const config::Config& c) {
+  TuningKnobs k;
+  k.batch_size = c.loading.batch_size;
+  for (const auto& p : c.processors) {
+    if (p.type != "llm") continue;
+    const Value* m = p.llm.extra_engine_args.is_object() ? p.llm.extra_engine_args.Find("max_running_requests")
+                                                          : nullptr;
+    if (m && m->is_int()) k.max_running_requests = m->as_int();
+    const Value* t = p.llm.default_sampling_params.is_object() ? p.llm.default_sampling_params.Find("max_new_tokens")
+                                                                : nullptr;
+    if (t && t->is_int()) k.max_new_tokens = t->as_int();
+    break;
+  }
+  return k;
+}
 
 std::optional<double> ParseTime(const std::optional<std::string>& s) {
   return s ? ParseLocalIsoTime(*s) : std::nullopt;
@@ -49,6 +75,8 @@ int Stats(const StatsOptions& o) {
   Env* env = Env::Default();
   Value per_shard = Value::EmptyArray();
   std::vector<ShardStatsInput> inputs;
+  RunReport run;
+  bool want_report = o.format == "table" || o.format == "html" || !o.html_path.empty();
   for (int64_t id = 0; id < config->loading.num_shards; ++id) {
     ShardRecord r = ShardState(env, config->loading.state_dir, id).Read();
     r.shard_id = id;
@@ -64,11 +92,44 @@ int Stats(const StatsOptions& o) {
     entry.Set("stats", in.stats ? in.stats->ToValue() : Value());
     if (r.status == "missing" || r.status == "unknown") entry.Set("datasets", Value());
     per_shard.Push(std::move(entry));
+    if (want_report) {
+      ShardReport sr;
+      sr.shard_id = id;
+      sr.record = r;
+      sr.stats = in.stats;
+      LoadShardDetails(env, config->loading.state_dir, &sr);
+      run.shards.push_back(std::move(sr));
+    }
     inputs.push_back(std::move(in));
   }
   Value aggregate = AggregateStats(inputs, config->loading.num_shards);
-  if (o.format == "table") {
-    std::cout << PerShardTable(per_shard) << "\n" << FormatAggregateTable(aggregate);
+  std::vector<Advice> advice;
+  if (want_report) {
+    run.config_path = o.common.config_path;
+    run.num_shards = config->loading.num_shards;
+    run.generated_at = static_cast<double>(env->NowMicros()) / 1e6;
+    run.per_shard = per_shard;
+    run.aggregate = aggregate;
+    run.knobs = KnobsOf(*config);
+    for (const auto& sh : run.shards)  // the sample period the shards recorded (gaps are judged against it)
+      for (const auto& e : sh.timeline)
+        if (e.event == "start" && e.interval) run.timeline_interval_seconds = *e.interval;
+    advice = ComputeAdvice(run);
+  }
+  if (!o.html_path.empty()) {
+    Status w = WriteFileAtomically(env, o.html_path, RenderHtmlReport(run, advice));
+    if (!w.ok()) {
+      LOG_ERROR("cannot write the HTML report: " << w.message());
+      return kExitFailure;
+    }
+    LOG_INFO("HTML report written to " << o.html_path);
+    if (!o.format_given) return kExitOk;
+  }
+  if (o.format == "html") {
+    std::cout << RenderHtmlReport(run, advice);
+  } else if (o.format == "table") {
+    std::cout << PerShardTable(per_shard) << "\n" << FormatAggregateTable(aggregate) << "\n"
+              << FormatAdviceText(advice);
   } else {
     Value report = Value::EmptyObject();
     report.Set("per_shard", std::move(per_shard));
@@ -84,9 +145,15 @@ Runner RegisterStats(CLI::App* app) {
   auto o = std::make_shared<StatsOptions>();
   auto* cmd = app->add_subcommand("stats", "Benchmark report of a run (per shard and aggregate)");
   AddCommonOptions(cmd, &o->common);
-  cmd->add_option("--format", o->format, "json (default) or table")
-      ->check(CLI::IsMember({"json", "table"}, CLI::ignore_case));
-  return [o]() { return Stats(*o); };
+  auto* fmt = cmd->add_option("--format", o->format, "json (default), table (with tuning advice) or html (to stdout)")
+                  ->transform(CLI::IsMember({"json", "table", "html"}, CLI::ignore_case));
+  cmd->add_option("--html", o->html_path,
+                  "also write the report as one self-contained HTML file (charts, advice) to FILE")
+      ->type_name("FILE");
+  return [o, fmt]() {
+    o->format_given = fmt->count() > 0;
+    return Stats(*o);
+  };
 }
 
 }  // namespace mmirage::cli

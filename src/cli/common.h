@@ -39,5 +39,6 @@ Runner RegisterMergeDir(CLI::App* app);
 Runner RegisterValidate(CLI::App* app);
 Runner RegisterPreview(CLI::App* app);
 Runner RegisterQuery(CLI::App* app);
+Runner RegisterCat(CLI::App* app);
 
 }  // namespace mmirage::cli

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   reg(RegisterValidate(&app), "validate");
   reg(RegisterPreview(&app), "preview");
   reg(RegisterQuery(&app), "query");
+  reg(RegisterCat(&app), "cat");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

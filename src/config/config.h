@@ -78,6 +78,7 @@ struct BatchApiProcessor {
 struct ImageGenEndpoint {
   std::string base_url;
   std::optional<std::string> api_key;
+  std::optional<std::string> api_key_env;  // extension: the variable holding the key (preferred over api_key)
   int64_t timeout_seconds = 900;
   std::optional<std::string> request_model;
   int64_t max_concurrent_requests = 1;
@@ -91,6 +92,7 @@ struct ImageGenSglang {
   int64_t startup_timeout_seconds = 900;
   std::vector<std::string> extra_server_args;
   std::optional<std::string> api_key;
+  std::optional<std::string> api_key_env;  // extension, as in ImageGenEndpoint
   int64_t timeout_seconds = 900;
   std::optional<std::string> request_model;
   int64_t max_concurrent_requests = 1;
@@ -116,6 +118,10 @@ struct CustomProcessor {
   int64_t max_errors = 1;
   Value fallback_value;
   std::string start_method = "spawn";
+  // Extensions: the interpreter for script_path (else $MMIRAGE_PYTHON, else python3 on PATH), or a command that
+  // speaks the worker protocol itself (docs/custom_worker_protocol.md) instead of script_path/function_name.
+  std::string python_executable;
+  std::vector<std::string> command;
 };
 
 struct Processor {
@@ -187,11 +193,12 @@ struct ProcessingParams {
 
 // ---- loading ---------------------------------------------------------------------------------------------------
 struct DatasetConfig {
-  std::string type;                    // JSONL | loadable
-  std::string path;                    // file or glob (when splits is empty)
+  std::string type;                    // JSONL | loadable (HF save_to_disk directory) | parquet
+  std::string path;                    // file or glob (when splits is empty); loadable: the directory
   std::vector<std::pair<std::string, std::string>> splits;  // split name → file/glob, YAML order
   std::string output_dir;
   std::optional<std::string> image_base_path;
+  std::string output_format = "hf";   // hf (HF save_to_disk layout) | jsonl | parquet
   Loc loc;
 };
 
@@ -227,8 +234,8 @@ struct ExecutionParams {
   int64_t max_failed_rows = 0;         // extension: rows allowed in errors.jsonl before the shard fails
   // Extensions: local execution and resume.
   int64_t local_workers = 1;           // shard processes run at once by `run` in local mode
-  // The writer commits durably every N rows (default: 256 rows with model outputs, 1,000,000 without — such rows
-  // are cheap to redo and an fsync per 256 of them would dominate) ...
+  // The writer commits durably every N rows (default: 256 rows with model outputs, 1,000,000 without or with only
+  // custom outputs — such rows are cheap to redo and an fsync per 256 of them would dominate) ...
   std::optional<int64_t> commit_every_rows;
   double commit_interval_seconds = 5;  // ... or every T seconds, whichever comes first
   double heartbeat_timeout_seconds = 300;  // a `running` shard silent this long counts as failed

@@ -184,7 +184,9 @@ void ReadImageGen(MapReader& r, ImageGenProcessor* p) {
     if (!e.Has("base_url")) d->Error(ext, r.section() + ".external: missing required key 'base_url'");
     if (e.String("base_url", &x.base_url) && Trim(x.base_url).empty())
       d->Error(e.LocOf("base_url"), "external.base_url must be non-empty");
-    e.OptString("api_key", &x.api_key);
+    if (e.OptString("api_key", &x.api_key) && x.api_key)
+      d->Warn(e.LocOf("api_key"), "external.api_key is a secret written in the config; prefer api_key_env");
+    e.OptString("api_key_env", &x.api_key_env);
     e.Int("timeout_seconds", &x.timeout_seconds);
     e.OptString("request_model", &x.request_model);
     if (e.Int("max_concurrent_requests", &x.max_concurrent_requests) && x.max_concurrent_requests < 1)
@@ -204,7 +206,9 @@ void ReadImageGen(MapReader& r, ImageGenProcessor* p) {
     s.OptString("dtype", &x.dtype);
     s.Int("startup_timeout_seconds", &x.startup_timeout_seconds);
     s.StringList("extra_server_args", &x.extra_server_args);
-    s.OptString("api_key", &x.api_key);
+    if (s.OptString("api_key", &x.api_key) && x.api_key)
+      d->Warn(s.LocOf("api_key"), "sglang.api_key is a secret written in the config; prefer api_key_env");
+    s.OptString("api_key_env", &x.api_key_env);
     s.Int("timeout_seconds", &x.timeout_seconds);
     s.OptString("request_model", &x.request_model);
     if (s.Int("max_concurrent_requests", &x.max_concurrent_requests) && x.max_concurrent_requests < 1)
@@ -230,12 +234,23 @@ void ReadImageGen(MapReader& r, ImageGenProcessor* p) {
 
 void ReadCustom(MapReader& r, CustomProcessor* p) {
   Diag* d = r.diag();
+  // Extension: `command: [program, args...]` runs any program speaking the worker protocol.
+  if (r.StringList("command", &p->command) && p->command.empty())
+    d->Error(r.LocOf("command"), "command must be a non-empty list of strings");
+  r.String("python_executable", &p->python_executable);
+  p->python_executable = Trim(p->python_executable);
   r.String("script_path", &p->script_path);
   p->script_path = Trim(p->script_path);
-  if (p->script_path.empty()) d->Error(r.LocOf("script_path"), "script_path must be a non-empty string");
   r.String("function_name", &p->function_name);
   p->function_name = Trim(p->function_name);
-  if (p->function_name.empty()) d->Error(r.LocOf("function_name"), "function_name must be a non-empty string");
+  if (!p->command.empty()) {
+    if (!p->script_path.empty() || !p->function_name.empty())
+      d->Error(r.LocOf("command"), "command replaces script_path and function_name; give one or the other");
+  } else {
+    if (p->script_path.empty()) d->Error(r.LocOf("script_path"), "script_path must be a non-empty string");
+    if (p->function_name.empty())
+      d->Error(r.LocOf("function_name"), "function_name must be a non-empty string");
+  }
   if (r.Int("max_workers", &p->max_workers) && p->max_workers < 1)
     d->Error(r.LocOf("max_workers"), "max_workers must be >= 1");
   if (r.OptInt("timeout_ms", &p->timeout_ms) && p->timeout_ms && *p->timeout_ms < 1)
@@ -370,13 +385,14 @@ void ReadLoading(Diag* d, const EnvLookup& env, const YAML::Node& node, LoadingP
       DatasetConfig dc;
       dc.loc = d->LocOf(dn);
       if (!dr.Has("type")) d->Error(dn, sec + ": missing required key 'type'");
-      if (dr.String("type", &dc.type) && dc.type != "JSONL" && dc.type != "loadable") {
+      if (dr.String("type", &dc.type) && dc.type != "JSONL" && dc.type != "loadable" && dc.type != "parquet") {
         d->Error(dr.LocOf("type"), sec + ": Loader " + dc.type +
-                                       " not registered. Available loaders are ['JSONL', 'loadable']");
+                                       " not registered. Available loaders are ['JSONL', 'loadable', 'parquet']");
       }
-      if (dc.type == "loadable") {
-        d->Error(dr.LocOf("type"), sec + ": type 'loadable' (an HF save_to_disk directory) is not supported by "
-                                         "this build yet; export the dataset to JSONL and use type: JSONL");
+      if (dr.String("output_format", &dc.output_format) && dc.output_format != "hf" && dc.output_format != "jsonl" &&
+          dc.output_format != "parquet") {
+        d->Error(dr.LocOf("output_format"), sec + ".output_format: '" + dc.output_format +
+                                                "' is not one of hf, jsonl, parquet");
       }
       if (!dr.Has("output_dir")) d->Error(dn, sec + ": missing required key 'output_dir'");
       if (dr.String("output_dir", &dc.output_dir) && Trim(dc.output_dir).empty())
@@ -393,6 +409,9 @@ void ReadLoading(Diag* d, const EnvLookup& env, const YAML::Node& node, LoadingP
           dc.splits.emplace_back(kv.first.Scalar(), ExpandEnvVars(v.as_string(), env));
         }
         if (dc.splits.empty()) d->Error(p, sec + ".path: the split map is empty");
+        if (dc.type == "loadable")
+          d->Error(p, sec + ".path: type 'loadable' takes one save_to_disk directory (a DatasetDict directory "
+                            "is read split by split), not a split map");
       } else if (p.IsDefined()) {
         dr.String("path", &dc.path);  // re-reads with type checking
       }

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "engine/managed_server.h"
+#include "process/image_gen_processor.h"
 #include "state/shard_state.h"
 #include "util/log.h"
 #include "util/signals.h"
@@ -46,6 +48,17 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       queue.push_back(id);
     }
   }
+  // backend: sglang image generation: one server around all the shard processes, as the original (they get its
+  // URL in MMIRAGE_SGLANG_BASE_URL).
+  std::unique_ptr<engine::ManagedServer> image_server;
+  if (!queue.empty()) {
+    auto s = process::StartSharedImageServer(config, config.loading.state_dir, config::ProcessEnvLookup());
+    if (!s.ok()) {
+      LOG_ERROR(s.status().message());
+      return 1;
+    }
+    image_server = std::move(*s);
+  }
   std::vector<Worker> running;
   bool stopping = false;
   while (!queue.empty() || !running.empty()) {
@@ -64,6 +77,7 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       // Several workers share the terminal: each reports progress as log lines, not as a live line.
       so.argv.insert(so.argv.end(), {"--progress", "log"});
       so.env_overrides = {{"SLURM_ARRAY_TASK_ID", std::to_string(id)}};
+      if (image_server) so.env_overrides.push_back({"MMIRAGE_SGLANG_BASE_URL", image_server->base_url()});
       if (options.stdout_to_stderr) so.stdout_path = "/dev/stderr";
       auto p = Subprocess::Start(so);
       if (!p.ok()) {

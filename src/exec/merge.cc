@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <cstdio>
 #include <random>
 
 #include "data/json.h"
 #include "data/dataset.h"
+#include "data/hf_writer.h"
+#include "data/output_reader.h"
 
 namespace mmirage::exec {
 namespace {
@@ -39,7 +42,20 @@ struct ShardContent {
   int64_t id;
   std::string dir;
   std::vector<std::string> splits;  // empty = single table
+  OutputFormat format = OutputFormat::kJsonl;
 };
+
+const char* FormatName(OutputFormat f) {
+  return f == OutputFormat::kHf ? "hf" : f == OutputFormat::kParquet ? "parquet" : "jsonl";
+}
+
+// The output format of one table directory (a shard, or one split of it); kNotFound when it holds no data.
+Result<OutputFormat> TableFormat(Env* env, const std::string& dir) {
+  if (env->IsRegularFile(JoinPath(dir, "data.jsonl"))) return OutputFormat::kJsonl;
+  if (env->IsRegularFile(JoinPath(dir, "state.json"))) return OutputFormat::kHf;
+  if (env->IsRegularFile(JoinPath(dir, "data.parquet"))) return OutputFormat::kParquet;
+  return Status::NotFound("no data.jsonl, state.json or data.parquet in " + dir);
+}
 
 Result<int64_t> CopyLines(Env* env, const std::string& from, WritableFile* to, int64_t* rows) {
   MMIRAGE_ASSIGN_OR_RETURN(auto reader, LineReader::Open(env, from));
@@ -69,6 +85,96 @@ Result<int64_t> CountLinesOf(Env* env, const std::string& path) {
     if (!IsBlankLine(line)) ++n;
   }
   return n;
+}
+
+// Lines of errors.jsonl that are failed rows (not warnings about written rows, "level":"warning"), and all lines.
+Status CountErrorLines(Env* env, const std::string& path, int64_t* failed, int64_t* lines) {
+  MMIRAGE_ASSIGN_OR_RETURN(auto reader, LineReader::Open(env, path));
+  std::string_view line;
+  while (true) {
+    MMIRAGE_ASSIGN_OR_RETURN(bool more, reader->Next(&line));
+    if (!more) break;
+    if (IsBlankLine(line)) continue;
+    ++*lines;
+    if (line.find("\"level\":\"warning\"") == std::string_view::npos) ++*failed;
+  }
+  return Status::OK();
+}
+
+Result<int64_t> TableRows(Env* env, const std::string& dir) {
+  if (env->IsRegularFile(JoinPath(dir, "data.jsonl"))) return CountLinesOf(env, JoinPath(dir, "data.jsonl"));
+  MMIRAGE_ASSIGN_OR_RETURN(auto parts, ResolveOutputParts(env, dir));
+  int64_t n = 0;
+  for (const auto& p : parts) {
+    MMIRAGE_ASSIGN_OR_RETURN(uint64_t k, CountRows(env, p));
+    n += static_cast<int64_t>(k);
+  }
+  return n;
+}
+
+Status CopyFile(Env* env, const std::string& from, const std::string& to) {
+  MMIRAGE_ASSIGN_OR_RETURN(auto in, env->NewSequentialFile(from));
+  MMIRAGE_ASSIGN_OR_RETURN(auto out, env->NewWritableFile(to));
+  std::string buf(1 << 20, '\0');
+  while (true) {
+    MMIRAGE_ASSIGN_OR_RETURN(size_t n, in->Read(buf.size(), buf.data()));
+    if (n == 0) break;
+    MMIRAGE_TRY(out->Append(std::string_view(buf.data(), n)));
+  }
+  MMIRAGE_TRY(out->Sync());
+  return out->Close();
+}
+
+// Merges the table directories `tables` (shards, or one split of each) into `out_dir`, in the tables' format.
+// jsonl: lines copied as bytes. hf: when every table has the same features, their Arrow files are hard-linked (or
+// copied) into `out_dir` and listed in one state.json; otherwise (a column typed differently in some shard, e.g.
+// null everywhere there) the rows are re-encoded with one type inferred over all of them. parquet: re-encoded.
+Status MergeTable(Env* env, const std::vector<std::string>& tables, const std::string& out_dir, OutputFormat format,
+                  int64_t* rows) {
+  if (format == OutputFormat::kJsonl) {
+    MMIRAGE_ASSIGN_OR_RETURN(auto out, env->NewWritableFile(JoinPath(out_dir, "data.jsonl")));
+    for (const auto& t : tables) MMIRAGE_TRY(CopyLines(env, JoinPath(t, "data.jsonl"), out.get(), rows).status());
+    MMIRAGE_TRY(out->Sync());
+    return out->Close();
+  }
+  std::vector<DatasetPart> parts;
+  for (const auto& t : tables) {
+    MMIRAGE_ASSIGN_OR_RETURN(auto p, ResolveOutputParts(env, t));
+    for (auto& x : p) parts.push_back(std::move(x));
+  }
+  if (format == OutputFormat::kHf) {
+    bool same = true;
+    Value features;
+    for (size_t i = 0; i < tables.size() && same; ++i) {
+      auto f = ReadHfFeatures(env, tables[i]);
+      if (!f.ok()) return f.status();
+      if (i == 0) features = *f;
+      else same = ToJson(*f) == ToJson(features);
+    }
+    if (same) {
+      size_t total = 0;
+      for (const auto& p : parts) total += p.files.size();
+      std::vector<std::string> names;
+      char name[64];
+      for (const auto& p : parts) {
+        for (const auto& f : p.files) {
+          std::snprintf(name, sizeof name, "data-%05zu-of-%05zu.arrow", names.size(), total);
+          std::string to = JoinPath(out_dir, name);
+          Status ln = env->LinkFile(f, to);
+          if (ln.IsUnavailable()) ln = CopyFile(env, f, to);
+          MMIRAGE_TRY(ln);
+          names.push_back(name);
+        }
+        MMIRAGE_ASSIGN_OR_RETURN(uint64_t n, CountRows(env, p));
+        *rows += static_cast<int64_t>(n);
+      }
+      return WriteHfDatasetFiles(env, out_dir, names, features);
+    }
+  }
+  auto source = PartsRowSource(env, std::move(parts));
+  MMIRAGE_ASSIGN_OR_RETURN(int64_t n, WriteArrowOutput(env, source.get(), out_dir, format));
+  *rows += n;
+  return Status::OK();
 }
 
 std::string RandomSuffix() {
@@ -102,6 +208,7 @@ std::string MergeReport::Summary() const {
 Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, const std::string& output_dir,
                                     const MergeOptions& options) {
   MergeReport rep;
+  int64_t error_lines = 0;  // failed rows and warnings
   rep.input_dir = env->AbsolutePath(input_dir);
   rep.output_dir = env->AbsolutePath(output_dir);
   rep.dataset_name = Basename(rep.input_dir);
@@ -152,23 +259,27 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
       for (const auto& s : splits->as_array()) {
         if (!s.is_string()) return Status::Corruption(dd + ": invalid split name");
         sc.splits.push_back(s.as_string());
-        std::string f = JoinPath(JoinPath(dir, s.as_string()), "data.jsonl");
-        if (!env->FileExists(f)) return Status::NotFound("missing split file " + f);
-        MMIRAGE_ASSIGN_OR_RETURN(int64_t n, CountLinesOf(env, f));
+        std::string sd = JoinPath(dir, s.as_string());
+        auto fmt = TableFormat(env, sd);
+        if (!fmt.ok()) return Status::NotFound("missing split data: " + fmt.status().message());
+        if (sc.splits.size() > 1 && *fmt != sc.format)
+          return Status::InvalidArgument(dir + ": splits in different output formats");
+        sc.format = *fmt;
+        MMIRAGE_ASSIGN_OR_RETURN(int64_t n, TableRows(env, sd));
         rows += n;
       }
     } else {
-      std::string f = JoinPath(dir, "data.jsonl");
-      if (!env->FileExists(f)) {
+      auto fmt = TableFormat(env, dir);
+      if (!fmt.ok()) {
         ++rep.skipped_invalid;
         continue;
       }
-      MMIRAGE_ASSIGN_OR_RETURN(rows, CountLinesOf(env, f));
+      sc.format = *fmt;
+      MMIRAGE_ASSIGN_OR_RETURN(rows, TableRows(env, dir));
     }
     std::string ef = JoinPath(dir, "errors.jsonl");
     if (env->FileExists(ef)) {
-      MMIRAGE_ASSIGN_OR_RETURN(int64_t n, CountLinesOf(env, ef));
-      rep.error_rows += n;
+      MMIRAGE_TRY(CountErrorLines(env, ef, &rep.error_rows, &error_lines));
     }
     if (rows == 0) {
       ++rep.skipped_zero_rows;
@@ -184,7 +295,11 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
   bool split_map = !shards[0].splits.empty();
   for (const auto& s : shards) {
     if (s.splits.empty() == split_map) return Status::InvalidArgument("Cannot merge mix of Dataset and DatasetDict shards.");
+    if (s.format != shards[0].format)
+      return Status::InvalidArgument("Cannot merge shards of different output formats: " + shards[0].dir + " is " +
+                                     FormatName(shards[0].format) + ", " + s.dir + " is " + FormatName(s.format));
   }
+  const OutputFormat format = shards[0].format;
 
   // Write into a temporary sibling, then publish.
   MMIRAGE_TRY(env->CreateDirs(Dirname(rep.output_dir)));
@@ -193,10 +308,9 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
   MMIRAGE_TRY(env->CreateDirs(tmp));
   auto write_all = [&]() -> Status {
     if (!split_map) {
-      MMIRAGE_ASSIGN_OR_RETURN(auto out, env->NewWritableFile(JoinPath(tmp, "data.jsonl")));
-      for (const auto& s : shards) MMIRAGE_TRY(CopyLines(env, JoinPath(s.dir, "data.jsonl"), out.get(), &rep.rows).status());
-      MMIRAGE_TRY(out->Sync());
-      MMIRAGE_TRY(out->Close());
+      std::vector<std::string> tables;
+      for (const auto& s : shards) tables.push_back(s.dir);
+      MMIRAGE_TRY(MergeTable(env, tables, tmp, format, &rep.rows));
     } else {
       std::map<std::string, int> names;  // sorted union
       for (const auto& s : shards)
@@ -205,13 +319,13 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
       for (const auto& [name, _] : names) {
         list.Push(name);
         MMIRAGE_TRY(env->CreateDirs(JoinPath(tmp, name)));
-        MMIRAGE_ASSIGN_OR_RETURN(auto out, env->NewWritableFile(JoinPath(JoinPath(tmp, name), "data.jsonl")));
+        std::vector<std::string> tables;
         for (const auto& s : shards) {
           if (std::find(s.splits.begin(), s.splits.end(), name) == s.splits.end()) continue;
-          MMIRAGE_TRY(CopyLines(env, JoinPath(JoinPath(s.dir, name), "data.jsonl"), out.get(), &rep.rows).status());
+          tables.push_back(JoinPath(s.dir, name));
         }
-        MMIRAGE_TRY(out->Sync());
-        MMIRAGE_TRY(out->Close());
+        MMIRAGE_TRY(MergeTable(env, tables, JoinPath(tmp, name), format, &rep.rows));
+        if (format != OutputFormat::kJsonl) MMIRAGE_TRY(env->SyncDir(JoinPath(tmp, name)));
       }
       Value dd = Value::EmptyObject();
       dd.Set("splits", list);
@@ -221,7 +335,7 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
     for (const char* side : {"errors.jsonl", "usage.jsonl"}) {
       bool any = false;
       for (const auto& [id, dir] : candidates) any = any || env->FileExists(JoinPath(dir, side));
-      if (!any || (std::string(side) == "errors.jsonl" && rep.error_rows == 0)) continue;
+      if (!any || (std::string(side) == "errors.jsonl" && error_lines == 0)) continue;
       MMIRAGE_ASSIGN_OR_RETURN(auto out, env->NewWritableFile(JoinPath(tmp, side)));
       for (const auto& [id, dir] : candidates) {
         std::string ef = JoinPath(dir, side);

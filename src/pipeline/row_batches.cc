@@ -22,8 +22,10 @@ struct RawBatch {
     uint64_t line;
     const std::string* file;
     size_t offset, length;
+    size_t value;  // index into values for decoded (Arrow/Parquet) rows, else SIZE_MAX
   };
   std::vector<Row> rows;
+  std::vector<Value> values;
 };
 
 // Shared state between reader, workers and the sink thread. All fields guarded by mu.
@@ -47,12 +49,20 @@ void ProcessRow(const RowTransform& transform, uint64_t row_index, const std::st
   };
   auto row = ParseJson(text);
   if (!row.ok()) return fail(RowError{Stage::kRead, row.status().message()});
-  if (!row->is_object()) {
-    return fail(RowError{Stage::kRead, std::string("row is a JSON ") + row->TypeName() + ", expected an object"});
+  ProcessRowValue(transform, row_index, file, line, *row, out);
+}
+
+void ProcessRowValue(const RowTransform& transform, uint64_t row_index, const std::string& file, uint64_t line,
+                     const Value& row, ProcessedBatch* out) {
+  auto fail = [&](RowError e) {
+    out->failures.push_back({row_index, file + ":" + std::to_string(line), std::move(e)});
+  };
+  if (!row.is_object()) {
+    return fail(RowError{Stage::kRead, std::string("row is a JSON ") + row.TypeName() + ", expected an object"});
   }
-  auto vars = transform.Extract(*row);
+  auto vars = transform.Extract(row);
   if (!vars.ok) return fail(std::move(vars.error));
-  auto rendered = transform.RenderOutputJson(*row, vars.value, &out->lines);
+  auto rendered = transform.RenderOutputJson(row, vars.value, &out->lines);
   if (!rendered.ok) return fail(std::move(rendered.error));
   out->lines.push_back('\n');
   ++out->rows;
@@ -79,7 +89,12 @@ Status RunRowBatches(RowStream* stream, const RowTransform& transform, const Row
           break;
         }
         if (!*more) break;
-        b.rows.push_back({raw.index, raw.line, raw.file, b.text.size(), raw.text.size()});
+        size_t vi = SIZE_MAX;
+        if (raw.value != nullptr) {
+          vi = b.values.size();
+          b.values.push_back(std::move(*raw.value));
+        }
+        b.rows.push_back({raw.index, raw.line, raw.file, b.text.size(), raw.text.size(), vi});
         b.text.append(raw.text);
       }
       std::unique_lock<std::mutex> l(ch.mu);
@@ -119,7 +134,12 @@ Status RunRowBatches(RowStream* stream, const RowTransform& transform, const Row
         ProcessedBatch out;
         out.lines.reserve(b.text.size() + b.text.size() / 2);
         for (const auto& r : b.rows) {
-          ProcessRow(transform, r.index, *r.file, r.line, std::string_view(b.text).substr(r.offset, r.length), &out);
+          if (r.value != SIZE_MAX) {
+            ProcessRowValue(transform, r.index, *r.file, r.line, b.values[r.value], &out);
+          } else {
+            ProcessRow(transform, r.index, *r.file, r.line, std::string_view(b.text).substr(r.offset, r.length),
+                       &out);
+          }
         }
         std::lock_guard<std::mutex> l(ch.mu);
         ch.done.emplace(b.seq, std::move(out));

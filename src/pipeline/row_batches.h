@@ -27,6 +27,8 @@ struct ProcessedBatch {
     RowError error;
   };
   std::vector<Failure> failures;
+  // Rows written (in `lines`) with a caveat to record in errors.jsonl as a warning (e.g. fallback_value used).
+  std::vector<Failure> warnings;
   // Token usage of rows that called a model, one JSON line per row in row order:
   // {"row_index", "prompt_tokens", "completion_tokens", "generations"} (failed rows included: they cost tokens too).
   std::string usage;
@@ -47,5 +49,8 @@ Status RunRowBatches(RowStream* stream, const RowTransform& transform, const Row
 // `file` and `line` name the row's origin in errors (FILE:LINE), built only when the row fails.
 void ProcessRow(const RowTransform& transform, uint64_t row_index, const std::string& file, uint64_t line,
                 std::string_view text, ProcessedBatch* out);
+// The same for a row that arrives decoded (Arrow/Parquet inputs).
+void ProcessRowValue(const RowTransform& transform, uint64_t row_index, const std::string& file, uint64_t line,
+                     const Value& row, ProcessedBatch* out);
 
 }  // namespace mmirage::pipeline

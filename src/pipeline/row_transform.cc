@@ -1,5 +1,7 @@
 #include "pipeline/row_transform.h"
 
+#include "data/tagged_json.h"
+
 #include "data/json.h"
 
 namespace mmirage::pipeline {
@@ -21,6 +23,47 @@ RowTransform::RowTransform(const config::Config* config, Env* env, std::string i
   for (size_t i = 0; i < inputs.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (inputs[i].name == inputs[j].name) unique_input_names_ = false;
+  // Image columns (pipeline.md §7.3): plain references to image_gen outputs in path mode, top level only.
+  const auto& schema = config_->processing.output_schema;
+  if (schema.kind == config::OutputNode::Kind::kMap) {
+    for (const auto& [k, node] : schema.members) {
+      if (node.kind != config::OutputNode::Kind::kTemplate || !node.plain_var) continue;
+      for (const auto& o : config_->processing.outputs)
+        if (o.name == *node.plain_var && o.type == "image_gen" && o.output_mode == "path") image_columns_.push_back(k);
+    }
+  }
+}
+
+Status RowTransform::RenderTopMember(const std::string& key, const config::OutputNode& node, const Value& vars,
+                                     std::string* out) const {
+  bool is_image = false;
+  if (cast_images_)
+    for (const auto& c : image_columns_) is_image = is_image || c == key;
+  if (!is_image) return RenderNodeJson(node, vars, out);
+  const Value* v = vars.Find(*node.plain_var);
+  std::string lowered;
+  if (v != nullptr && v->is_string()) {
+    for (char ch : v->as_string())
+      if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r')
+        lowered.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+  }
+  if (v == nullptr || v->is_null() || (v->is_string() && (lowered.empty() || lowered == "none"))) {
+    out->append("null");
+    return Status::OK();
+  }
+  if (!v->is_string()) {  // already an image value
+    if (tag_bytes_) AppendJsonTagged(*v, out);
+    else AppendJson(*v, out);
+    return Status::OK();
+  }
+  auto bytes = env_->ReadFileToString(v->as_string());
+  if (!bytes.ok()) return bytes.status().WithContext("cast_images: column '" + key + "'");
+  Value image = Value::EmptyObject();
+  image.Set("bytes", Value::Bytes(std::move(*bytes)));
+  image.Set("path", Basename(v->as_string()));
+  if (tag_bytes_) AppendJsonTagged(image, out);
+  else AppendJson(image, out);
+  return Status::OK();
 }
 
 StageResult<Value> RowTransform::Extract(const Value& row) const {
@@ -88,6 +131,7 @@ Result<Value> RowTransform::ResolveImage(const Value& v) const {
 
 StageResult<std::string> RowTransform::RenderPrompt(size_t index, const Value& vars) const {
   const auto& o = config_->processing.outputs[index];
+  if (!o.prompt_tmpl) return StageResult<std::string>{};  // custom outputs have no prompt
   auto r = o.prompt_tmpl->Render(vars);
   if (!r.ok()) {
     return StageResult<std::string>::Fail(Stage::kRenderPrompt, "output '" + o.name + "' prompt: " + r.status().message());
@@ -130,7 +174,8 @@ Status RowTransform::RenderNodeJson(const config::OutputNode& node, const Value&
       // original, which stringifies numbers and booleans). An absent variable renders as "".
       if (node.plain_var) {
         if (const Value* v = vars.Find(*node.plain_var)) {
-          AppendJson(*v, out);
+          if (tag_bytes_) AppendJsonTagged(*v, out);
+          else AppendJson(*v, out);
           return Status::OK();
         }
       }
@@ -149,6 +194,21 @@ StageResult<bool> RowTransform::RenderOutputJson(const Value& row, const Value& 
     out->resize(mark);
     return StageResult<bool>::Fail(Stage::kRenderOutput, st.message());
   };
+  if ((pp.remove_columns || !row.is_object()) && cast_images_) {
+    out->push_back('{');
+    bool first = true;
+    for (const auto& [k, child] : pp.output_schema.members) {
+      if (!first) out->push_back(',');
+      first = false;
+      AppendJsonString(k, out);
+      out->push_back(':');
+      if (Status st = RenderTopMember(k, child, vars, out); !st.ok()) return fail(st);
+    }
+    out->push_back('}');
+    StageResult<bool> r;
+    r.value = true;
+    return r;
+  }
   if (pp.remove_columns || !row.is_object()) {
     Status st = RenderNodeJson(pp.output_schema, vars, out);
     if (!st.ok()) return fail(st);
@@ -170,8 +230,9 @@ StageResult<bool> RowTransform::RenderOutputJson(const Value& row, const Value& 
       if (m.first == k) replacement = &m.second;
     }
     if (replacement == nullptr) {
-      AppendJson(v, out);
-    } else if (Status st = RenderNodeJson(*replacement, vars, out); !st.ok()) {
+      if (tag_bytes_) AppendJsonTagged(v, out);
+      else AppendJson(v, out);
+    } else if (Status st = RenderTopMember(k, *replacement, vars, out); !st.ok()) {
       return fail(st);
     }
   }
@@ -181,7 +242,7 @@ StageResult<bool> RowTransform::RenderOutputJson(const Value& row, const Value& 
     first = false;
     AppendJsonString(k, out);
     out->push_back(':');
-    if (Status st = RenderNodeJson(child, vars, out); !st.ok()) return fail(st);
+    if (Status st = RenderTopMember(k, child, vars, out); !st.ok()) return fail(st);
   }
   out->push_back('}');
   StageResult<bool> r;

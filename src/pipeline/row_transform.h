@@ -53,6 +53,17 @@ class RowTransform {
   // per-row hot path). On error *out is left as it was.
   StageResult<bool> RenderOutputJson(const Value& row, const Value& vars, std::string* out) const;
 
+  // Bytes values in RenderOutputJson's rows are written in the tagged journal form (data/tagged_json.h): for
+  // outputs converted to Arrow/Parquet at publish time. Set before sharing the transform.
+  void set_tag_bytes(bool on) { tag_bytes_ = on; }
+
+  // cast_images (spec pipeline.md §7.3) for HF/Parquet outputs: a top-level output_schema column that is exactly
+  // `{{ x }}` with x an image_gen output in `path` mode becomes an image value {"bytes": <the file's bytes>,
+  // "path": <its file name>} (an HF Image feature, self-contained); null, "" and "none" become null. A file that
+  // cannot be read is a row error (stage render_output). Set before sharing the transform.
+  void set_cast_images(bool on) { cast_images_ = on && !image_columns_.empty(); }
+  const std::vector<std::string>& image_columns() const { return image_columns_; }
+
   const std::vector<config::OutputVar>& outputs() const { return config_->processing.outputs; }
 
   // The rendered prompt of output `index` for `vars` (stage kRenderPrompt on error).
@@ -66,6 +77,11 @@ class RowTransform {
   Env* env_;
   std::string image_base_path_;
   bool unique_input_names_ = true;
+  bool tag_bytes_ = false;
+  bool cast_images_ = false;
+  std::vector<std::string> image_columns_;  // top-level schema keys cast by cast_images
+  Status RenderTopMember(const std::string& key, const config::OutputNode& node, const Value& vars,
+                         std::string* out) const;
 };
 
 }  // namespace mmirage::pipeline

@@ -16,8 +16,11 @@
 #include "data/dataset.h"
 #include "data/json.h"
 #include "data/line_reader.h"
+#include "data/output_reader.h"
+#include "data/hf_writer.h"
 #include "pipeline/row_batches.h"
 #include "pipeline/stream_scheduler.h"
+#include "pipeline/timeline_recorder.h"
 #include "process/engine_factory.h"
 #include "process/model_ref.h"
 #include "pipeline/row_transform.h"
@@ -41,7 +44,7 @@ struct DatasetPlan {
 Result<DatasetPlan> PlanDataset(Env* env, const config::DatasetConfig& dc, int64_t num_shards, int64_t shard_id) {
   DatasetPlan plan;
   plan.config = &dc;
-  auto parts = ResolveDatasetParts(env, dc.path, dc.splits);
+  auto parts = ResolveDatasetParts(env, dc.type, dc.path, dc.splits);
   if (!parts.ok()) return parts.status().WithContext(dc.loc.ToString() + ": dataset");
   plan.parts = std::move(*parts);
   for (const auto& part : plan.parts) {
@@ -60,7 +63,16 @@ struct Progress {
   std::atomic<int64_t> rows_done{0};
   std::atomic<int64_t> rows_failed{0};
   std::atomic<int64_t> rows_total{-1};  // -1: unknown (a single-shard run does not count rows first)
+  std::atomic<int64_t> rows_resumed{0};  // of rows_done: kept from an earlier attempt
 };
+
+// RowInfo::sample_index = row_index + this: the row's position among the shard's rows of the dataset (parts in
+// order), stable across resumes and retries.
+int64_t SampleOffset(const DatasetPlan& plan, size_t part) {
+  int64_t before = 0;
+  for (size_t i = 0; i < part; ++i) before += static_cast<int64_t>(plan.ranges[i].size());
+  return before - static_cast<int64_t>(plan.ranges[part].begin);
+}
 
 // Streams one dataset's shard through the row stages into `writer`, committing every `commit_every_rows` rows or
 // `commit_interval_seconds`. Parts resume where the writer's journal says. Returns a fatal error only
@@ -69,9 +81,14 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
                       process::OutputGenerator* generator, ShardWriter* writer, StreamTotals* totals,
                       Progress* progress) {
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
+  transform.set_tag_bytes(plan.config->output_format != "jsonl");
+  transform.set_cast_images(config.processing.cast_images && plan.config->output_format != "jsonl");
   const auto& ex = config.execution;
-  const int64_t commit_every_rows =
-      ex.commit_every_rows.value_or(config.processing.outputs.empty() ? 1000000 : 256);
+  // Rows that only ran custom functions are bounded by the time-based commit like model-free rows: an fsync every
+  // 256 fast function calls would cost more than the calls.
+  bool only_custom = true;
+  for (const auto& o : config.processing.outputs) only_custom = only_custom && o.type == "custom";
+  const int64_t commit_every_rows = ex.commit_every_rows.value_or(only_custom ? 1000000 : 256);
   uint64_t last_commit_us = env->MonotonicMicros();
   int64_t uncommitted = 0;
   for (size_t p = 0; p < plan.parts.size(); ++p) {
@@ -81,6 +98,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
     auto sink = [&](ProcessedBatch& batch) -> Status {
       MMIRAGE_TRY(writer->AddSerialized(p, batch.lines, batch.rows));
       for (const auto& f : batch.failures) MMIRAGE_TRY(writer->AddError(p, f.row_index, f.source, f.error));
+      for (const auto& w : batch.warnings) MMIRAGE_TRY(writer->AddWarning(p, w.row_index, w.source, w.error));
       MMIRAGE_TRY(writer->AddUsage(batch.usage));
       uint64_t handled = static_cast<uint64_t>(batch.rows) + batch.failures.size();
       writer->Advance(p, handled);
@@ -105,6 +123,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
       so.window = std::max<size_t>(static_cast<size_t>(config.loading.batch_size),
                                    static_cast<size_t>(4 * generator->Capacity()));
       so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
+      so.sample_offset = SampleOffset(plan, p);
       MMIRAGE_TRY(RunStreaming(&stream, transform, generator, so, sink, totals));
     }
   }
@@ -127,6 +146,10 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
       auto e = ParseJson(line);
       const Value* idx = e.ok() ? e->Find("row_index") : nullptr;
       if (idx == nullptr || !idx->is_int()) return Status::Corruption(published_dir + "/errors.jsonl: bad line");
+      if (const Value* level = e->Find("level"); level && level->is_string() && level->as_string() == "warning") {
+        MMIRAGE_TRY(writer->AddWarningLine(line));  // a row that was written: kept, not redone
+        continue;
+      }
       const Value* split = e->Find("split");
       failed[split && split->is_string() ? split->as_string() : ""].push_back(static_cast<uint64_t>(idx->as_int()));
     }
@@ -136,6 +159,8 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
     MMIRAGE_TRY(writer->AddUsage(*usage));
   }
   RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
+  transform.set_tag_bytes(plan.config->output_format != "jsonl");
+  transform.set_cast_images(config.processing.cast_images && plan.config->output_format != "jsonl");
   for (size_t p = 0; p < plan.parts.size(); ++p) {
     std::vector<uint64_t>& f = failed[plan.parts[p].split];
     std::sort(f.begin(), f.end());
@@ -148,6 +173,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
       size_t pos = 0;
       auto sink = [&](ProcessedBatch& b) -> Status {
         MMIRAGE_TRY(writer->AddUsage(b.usage));
+        for (const auto& w : b.warnings) MMIRAGE_TRY(writer->AddWarning(p, w.row_index, w.source, w.error));
         std::set<uint64_t> failed_now;
         for (auto& x : b.failures) {
           failed_now.insert(x.row_index);
@@ -169,13 +195,14 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
       } else {
         StreamOptions so;
         so.window = static_cast<size_t>(4 * generator->Capacity());
+        so.sample_offset = SampleOffset(plan, p);
         MMIRAGE_TRY(RunStreaming(&stream, transform, generator, so, sink, totals));
       }
     }
     // (b) Merge with the published rows, in input order.
     const std::string& split = plan.parts[p].split;
-    std::string old_path = JoinPath(split.empty() ? published_dir : JoinPath(published_dir, split), "data.jsonl");
-    MMIRAGE_ASSIGN_OR_RETURN(auto old, LineReader::Open(env, old_path));
+    std::string old_dir = split.empty() ? published_dir : JoinPath(published_dir, split);
+    MMIRAGE_ASSIGN_OR_RETURN(auto old, OpenOutputRows(env, old_dir));
     size_t fpos = 0;
     std::string buf;
     for (uint64_t i = plan.ranges[p].begin;; ++i) {
@@ -188,12 +215,11 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
           ++progress->rows_failed;
         }
       } else {
-        std::string_view line;
-        MMIRAGE_ASSIGN_OR_RETURN(bool more, old->Next(&line));
+        buf.clear();
+        MMIRAGE_ASSIGN_OR_RETURN(bool more, old->NextJournalLine(&buf));
         if (!more) break;
-        buf.assign(line);
-        buf.push_back('\n');
         MMIRAGE_TRY(writer->AddSerialized(p, buf, 1));
+        ++progress->rows_resumed;  // a kept row of the earlier attempt
       }
       writer->Advance(p, 1);
       ++progress->rows_done;
@@ -208,8 +234,8 @@ class ProgressReporter {
  public:
   enum class Display { kQuiet, kLog, kTerminal };  // kLog: a line every 10 s; kTerminal: a live line
   ProgressReporter(Env* env, std::string state_dir, const Progress* progress, const StreamTotals* totals,
-                   int64_t shard_id, Display display)
-      : env_(env), state_dir_(std::move(state_dir)), totals_(totals), display_(display),
+                   int64_t shard_id, Display display, std::function<void()> on_tick = nullptr)
+      : env_(env), state_dir_(std::move(state_dir)), totals_(totals), display_(display), on_tick_(std::move(on_tick)),
         path_(JoinPath(JoinPath(state_dir_, "shard_" + std::to_string(shard_id)), "progress.json")),
         progress_(progress), shard_id_(shard_id), start_us_(env->MonotonicMicros()) {
     (void)WriteFileAtomically(env_, path_, ToJson(Snapshot()) + "\n");  // not the previous attempt's progress
@@ -234,6 +260,7 @@ class ProgressReporter {
       Value v = Snapshot();
       (void)WriteFileAtomically(env_, path_, ToJson(v) + "\n");
       (void)TouchHeartbeat(env_, state_dir_, shard_id_);  // a silent `running` shard is stale, not running
+      if (on_tick_) on_tick_();  // the time series (timeline.jsonl)
       ++tick;
       if (display_ == Display::kTerminal) {
         std::fprintf(stderr, "\r\033[K%s", Line(v).c_str());
@@ -284,6 +311,7 @@ class ProgressReporter {
   std::string state_dir_;
   const StreamTotals* totals_;
   Display display_;
+  std::function<void()> on_tick_;
   std::string path_;
   const Progress* progress_;
   int64_t shard_id_;
@@ -319,6 +347,7 @@ Value DatasetsInfo(const config::Config& config) {
 
 Status CheckRunnable(const config::Config& config) {
   for (const auto& o : config.processing.outputs) {
+    if (o.type == "custom" || o.type == "image_gen") continue;  // checked when the processor starts
     if (o.type != "llm") {
       return Status::InvalidArgument(o.loc.ToString() + ": output '" + o.name + "' needs the '" + o.type +
                                      "' processor, which this build cannot run yet (use `mmirage preview` to "
@@ -346,7 +375,9 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
                              << ")");
   ShardRunReport report;
   report.attempt = attempt;
+  TimelineRecorder* timeline_ptr = nullptr;  // set once the timeline exists
   auto fail = [&](const Status& s) -> Status {
+    if (timeline_ptr) timeline_ptr->End(StopRequested() ? "interrupted" : "failed", s.message());
     Status m = state.MarkFailed(s.message(), report.rows_failed);
     if (!m.ok()) LOG_ERROR("cannot record the failure in the state directory: " << m.message());
     return s;
@@ -355,11 +386,20 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   // Heartbeat and progress from now on: a long model load must not look like a dead shard.
   StreamTotals totals;
   Progress progress;
+  TimelineRecorder timeline({env, config.loading.state_dir, opt.shard_id, attempt, opt.timeline_interval_seconds,
+                             [&] {
+                               return TimelineCounters{progress.rows_done, progress.rows_failed,
+                                                       progress.rows_resumed, totals.prompt_tokens,
+                                                       totals.completion_tokens, totals.in_flight.load()};
+                             },
+                             opt.slurm_job_id, opt.slurm_array_task_id});
   std::unique_ptr<ProgressReporter> reporter(
       new ProgressReporter(env, config.loading.state_dir, &progress, &totals, opt.shard_id,
                            opt.quiet ? ProgressReporter::Display::kQuiet
                            : opt.progress_on_terminal ? ProgressReporter::Display::kTerminal
-                                                      : ProgressReporter::Display::kLog));
+                                                      : ProgressReporter::Display::kLog,
+                           [&timeline] { timeline.Tick(); }));
+  timeline_ptr = &timeline;
 
   // Model outputs: load the engines (counted as model load time).
   std::unique_ptr<process::OutputGenerator> generator;
@@ -372,6 +412,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     for (const auto& w : warnings) LOG_WARN(w);
     if (!g.ok()) return fail(g.status());
     generator = std::move(*g);
+    timeline.Loaded(generator->LoadSeconds(), generator->Capacity());
     LOG_INFO("Model loaded in " << FormatDouble(RoundTo(generator->LoadSeconds(), 3)) << " s ("
                                 << generator->Capacity() << " parallel sequences)");
   }
@@ -381,6 +422,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   if (!opt.collect_gpu_stats) upo.gpu.reset();
   UtilizationPoller poller(std::move(upo));
   poller.Start();
+  timeline.SetPoller(&poller);
 
   std::vector<std::string> error_files;
   int64_t known_total = 0;
@@ -396,6 +438,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
                           << done->rows_written << " rows); kept");
       report.rows_written += done->rows_written;
       progress.rows_done += done->rows_written;
+      progress.rows_resumed += done->rows_written;
       report.output_dirs.push_back(JoinPath(dc.output_dir, "shard_" + std::to_string(opt.shard_id)));
       continue;
     }
@@ -408,6 +451,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     std::vector<std::string> splits;
     for (const auto& part : plan->parts) splits.push_back(part.split);
     ShardWriterOptions wo{dc.output_dir, opt.shard_id, splits, fingerprint};
+    wo.output_format = *ParseOutputFormat(dc.output_format);  // validated by the config loader
     auto writer = ShardWriter::Open(env, wo);
     if (!writer.ok()) return fail(writer.status().WithContext("cannot open the shard output"));
     if ((*writer)->resumed()) {
@@ -416,6 +460,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
       LOG_INFO("dataset " << dc.output_dir << ": resuming shard " << opt.shard_id << " after " << rows
                           << " committed rows");
       progress.rows_done += static_cast<int64_t>(rows);
+      progress.rows_resumed += static_cast<int64_t>(rows);
       progress.rows_failed += (*writer)->rows_failed();
     }
     Status s;
@@ -479,6 +524,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   auto inf = stats.InferenceRuntime();
   if (inf && *inf > 0) stats.throughput_rows_per_sec = RoundTo(static_cast<double>(stats.rows_processed) / *inf, 2);
   Status m = state.MarkSuccess(stats.ToValue(), report.rows_failed);
+  timeline.End(m.ok() ? "success" : "failed", m.ok() ? "" : m.message());
   if (!m.ok()) return m.WithContext("cannot mark the shard successful");
   LOG_INFO("Shard " << opt.shard_id << " done: " << report.rows_written << " rows written, " << report.rows_failed
                     << " failed, " << FormatDouble(*stats.runtime_seconds) << " s");

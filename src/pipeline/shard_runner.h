@@ -29,6 +29,7 @@ struct ShardRunOptions {
   bool progress_on_terminal = false;               // a live progress line (stderr is a terminal)
   bool quiet = false;                              // no progress display at all (--quiet)
   std::optional<std::string> cuda_visible_devices;  // picks the GPUs the poller watches
+  double timeline_interval_seconds = 10;            // timeline.jsonl sample period (MMIRAGE_TIMELINE_INTERVAL_SECONDS)
   // Makes the engines of model outputs; default: process::DefaultEngineFactory() (by backend). Injectable for tests.
   process::EngineFactory engine_factory;
 };

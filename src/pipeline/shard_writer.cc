@@ -166,6 +166,31 @@ Status ShardWriter::AddError(size_t split_index, uint64_t row_index, const std::
   return status_;
 }
 
+Status ShardWriter::AddWarning(size_t split_index, uint64_t row_index, const std::string& source,
+                               const RowError& warning) {
+  if (!status_.ok()) return status_;
+  Value e = Value::EmptyObject();
+  e.Set("row_index", static_cast<int64_t>(row_index));
+  if (!splits_[split_index].name.empty()) e.Set("split", splits_[split_index].name);
+  e.Set("source", source);
+  e.Set("stage", StageName(warning.stage));
+  e.Set("level", "warning");
+  e.Set("message", warning.message);
+  line_.clear();
+  AppendJson(e, &line_);
+  line_.push_back('\n');
+  return AddWarningLine(line_);
+}
+
+Status ShardWriter::AddWarningLine(std::string_view line) {
+  if (!status_.ok()) return status_;
+  std::string l(line);
+  if (l.empty() || l.back() != '\n') l.push_back('\n');
+  status_ = errors_->Append(l);
+  if (status_.ok()) errors_bytes_ += l.size();
+  return status_;
+}
+
 Status ShardWriter::WriteJournal() {
   Value splits = Value::EmptyArray();
   for (const auto& s : splits_) {
@@ -205,6 +230,20 @@ Status ShardWriter::Finish() {
   }
   if (status_.ok()) status_ = errors_->Close();
   if (status_.ok() && usage_) status_ = usage_->Close();
+  if (status_.ok() && options_.output_format != OutputFormat::kJsonl) {
+    // Convert the journaled JSONL into the output format; a failure (e.g. a column with conflicting types) leaves
+    // the work directory as it was, unpublished.
+    for (const auto& s : splits_) {
+      std::string jsonl = JoinPath(s.dir, "data.jsonl");
+      auto rows = JsonlRowSource(env_, jsonl);
+      auto written = WriteArrowOutput(env_, rows.get(), s.dir, options_.output_format);
+      if (!written.ok()) {
+        status_ = written.status().WithContext(s.name.empty() ? "converting the shard's rows"
+                                                               : "converting split '" + s.name + "'");
+        break;
+      }
+    }
+  }
   if (status_.ok()) {
     Value rec = Value::EmptyObject();
     rec.Set("fingerprint", Hex(options_.fingerprint));
@@ -213,6 +252,11 @@ Status ShardWriter::Finish() {
     status_ = WriteFileAtomically(env_, JoinPath(work_dir_, kRecord), ToJson(rec) + "\n");
   }
   if (status_.ok()) status_ = env_->RemoveFile(JoinPath(work_dir_, kJournal));
+  // The journaled JSONL goes once the journal does (a crash before this resumes; after it, starts afresh).
+  if (options_.output_format != OutputFormat::kJsonl) {
+    for (const auto& s : splits_)
+      if (status_.ok()) status_ = env_->RemoveFile(JoinPath(s.dir, "data.jsonl"));
+  }
   if (status_.ok()) {
     for (const auto& s : splits_)
       if (status_.ok() && s.dir != work_dir_) status_ = env_->SyncDir(s.dir);

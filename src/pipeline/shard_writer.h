@@ -6,7 +6,8 @@
 // (counts and byte offsets of everything committed). Open() on a work directory whose journal has the same
 // fingerprint truncates the files to the committed offsets and resumes: resume_rows() tells the caller how many
 // input rows of each split are already handled (written or recorded as failed), so a crash — kill -9 included —
-// loses at most the rows since the last commit. Finish() commits, writes `_mmirage.json` (fingerprint, counts) and
+// loses at most the rows since the last commit. Finish() commits, converts each split's data.jsonl to the output format
+// (hf: data-00000-of-00001.arrow + state.json + dataset_info.json; parquet: data.parquet), writes `_mmirage.json` (fingerprint, counts) and
 // swaps the directory into `<output_dir>/shard_<id>` with one atomic exchange (renameat2), so a reader sees the old
 // complete shard or the new complete shard, never a partial one. An exclusive lock (`.shard_<id>.lock`, hidden) keeps two
 // processes off the same shard. Readers (merge) ignore `*.tmp.*`. Not thread-safe: one writer thread.
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "data/hf_writer.h"
 #include "data/value.h"
 #include "pipeline/row_transform.h"
 #include "util/env.h"
@@ -30,6 +32,10 @@ struct ShardWriterOptions {
   int64_t shard_id = 0;
   std::vector<std::string> splits;  // split names ("" alone for a single table)
   uint64_t fingerprint = 0;         // identifies config + shard: a journal of another fingerprint is discarded
+  // What Finish() publishes. The journal is JSONL whatever the format (bytes tagged, data/tagged_json.h, for
+  // hf/parquet); hf and parquet are converted from it when the shard is published (data/hf_writer.h), so resume
+  // works the same for every format.
+  OutputFormat output_format = OutputFormat::kJsonl;
 };
 
 // A published shard output and what it holds (from its `_mmirage.json`).
@@ -58,6 +64,11 @@ class ShardWriter {
   Status AddSerialized(size_t split_index, std::string_view lines, int64_t rows);
   // Appends one failed row to errors.jsonl: {"row_index", "split", "source", "stage", "message"}.
   Status AddError(size_t split_index, uint64_t row_index, const std::string& source, const RowError& error);
+  // Appends a warning about a row that was written (e.g. a custom function's fallback_value) to errors.jsonl:
+  // the same keys plus "level": "warning". Not counted in rows_failed; `retry` does not redo such rows.
+  Status AddWarning(size_t split_index, uint64_t row_index, const std::string& source, const RowError& warning);
+  // Appends an errors.jsonl line verbatim (a warning line of an earlier attempt, kept on retry).
+  Status AddWarningLine(std::string_view line);
   // Appends per-row token usage lines (ProcessedBatch::usage) to usage.jsonl.
   Status AddUsage(std::string_view lines);
   // Records that `rows` more input rows of the split were handled (what Commit makes durable).

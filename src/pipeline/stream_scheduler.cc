@@ -22,6 +22,7 @@ struct RowState {
   int64_t prompt_tokens = 0;      // over the row's generations, retries included
   int64_t completion_tokens = 0;
   int64_t generations = 0;
+  std::vector<std::string> warnings;  // caveats of successful generations (errors.jsonl warnings)
 };
 
 // A finished row: its serialised line, or its failure.
@@ -30,6 +31,7 @@ struct Finished {
   std::string line;
   ProcessedBatch::Failure failure;
   std::string usage;  // the row's usage line ("" when it made no generation)
+  std::vector<ProcessedBatch::Failure> warnings;
 };
 
 std::string UsageLine(const RowState& st) {
@@ -80,6 +82,7 @@ class Scheduler {
         events.swap(events_);
       }
       for (auto& e : events) OnGenerated(e.seq, std::move(e.result));
+      if (!fatal_.ok()) return fatal_;  // e.g. a custom processor's tripped circuit breaker: the shard fails
     }
     MMIRAGE_TRY(Flush(true));
     return stop_deadline ? Status::Unavailable("interrupted") : Status::OK();
@@ -91,6 +94,7 @@ class Scheduler {
     while (pending_ > 0) {
       cv_.wait(l, [&] { return !events_.empty(); });
       pending_ -= static_cast<int64_t>(events_.size());
+      totals_->in_flight -= static_cast<int64_t>(events_.size());
       events_.clear();
     }
   }
@@ -109,7 +113,7 @@ class Scheduler {
       RowState st;
       st.row_index = raw.index;
       st.source = *raw.file + ":" + std::to_string(raw.line);
-      auto row = ParseJson(raw.text);
+      Result<Value> row = raw.value != nullptr ? Result<Value>(std::move(*raw.value)) : ParseJson(raw.text);
       if (!row.ok()) {
         Fail(seq, st, RowError{Stage::kRead, row.status().message()});
         continue;
@@ -143,7 +147,9 @@ class Scheduler {
         ++pending_;
       }
       ++totals_->generations;
-      gen_->Generate(k, std::move(prompt.value), active_[seq].vars, [this, seq](process::GenerateResult r) {
+      ++totals_->in_flight;
+      process::RowInfo info{st_row_index(seq), static_cast<int64_t>(st_row_index(seq)) + options_.sample_offset};
+      gen_->Generate(k, std::move(prompt.value), active_[seq].vars, info, [this, seq](process::GenerateResult r) {
         std::lock_guard<std::mutex> l(mu_);
         events_.push_back(Event{seq, std::move(r)});
         cv_.notify_one();
@@ -155,15 +161,20 @@ class Scheduler {
     if (!out.ok) return Fail(seq, st, out.error);
     f.line.push_back('\n');
     f.usage = UsageLine(st);
+    for (auto& w : st.warnings)
+      f.warnings.push_back(ProcessedBatch::Failure{st.row_index, st.source, RowError{Stage::kGenerate, std::move(w)}});
     finished_.emplace(seq, std::move(f));
     active_.erase(seq);
   }
+
+  uint64_t st_row_index(uint64_t seq) const { return active_.at(seq).row_index; }
 
   void OnGenerated(uint64_t seq, process::GenerateResult r) {
     {
       std::lock_guard<std::mutex> l(mu_);
       --pending_;
     }
+    --totals_->in_flight;
     totals_->prompt_tokens += r.prompt_tokens;
     totals_->completion_tokens += r.completion_tokens;
     auto it = active_.find(seq);
@@ -173,6 +184,12 @@ class Scheduler {
     st.prompt_tokens += r.prompt_tokens;
     st.completion_tokens += r.completion_tokens;
     st.generations += r.attempts;
+    if (r.fatal && !r.status.ok()) {
+      if (fatal_.ok()) fatal_ = r.status.WithContext(st.source);
+      return;
+    }
+    for (auto& w : r.warnings)
+      st.warnings.push_back("output '" + transform_.outputs()[st.next_output].name + "': " + std::move(w));
     if (!r.status.ok()) return Fail(seq, st, RowError{Stage::kGenerate, r.status.message()});
     st.vars.Set(transform_.outputs()[st.next_output].name, std::move(r.value));
     ++st.next_output;
@@ -203,6 +220,7 @@ class Scheduler {
         if (it->second.ok) {
           b.lines += it->second.line;
           ++b.rows;
+          for (auto& w : it->second.warnings) b.warnings.push_back(std::move(w));
         } else {
           b.failures.push_back(std::move(it->second.failure));
         }
@@ -230,6 +248,7 @@ class Scheduler {
   std::condition_variable cv_;
   std::deque<Event> events_;
   int64_t pending_ = 0;  // generations submitted and not yet consumed
+  Status fatal_;         // the first fatal generation error (ends the run)
 };
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "data/utf8.h"
+#include "process/custom_processor.h"
+#include "process/image_gen_processor.h"
 #include "process/json_output.h"
 #include "process/llm_options.h"
 #include "process/model_ref.h"
@@ -13,6 +15,7 @@ namespace mmirage::process {
 struct OutputGenerator::Route {
   const config::OutputVar* output = nullptr;
   engine::Engine* engine = nullptr;
+  OutputProcessor* processor = nullptr;  // custom / image_gen outputs
   engine::Request base;  // sampling, kwargs, schema; prompt filled per row
 };
 
@@ -55,6 +58,23 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
     route->output = &o;
     const config::Processor* p = config.FindProcessor(o.type);
     if (p == nullptr) return Status::InvalidArgument(o.loc.ToString() + ": no processor of type '" + o.type + "'");
+    if (o.type == "custom" || o.type == "image_gen") {
+      if (!g->processors_.count(o.type)) {
+        std::unique_ptr<OutputProcessor> proc;
+        if (o.type == "custom") {
+          MMIRAGE_ASSIGN_OR_RETURN(proc, StartCustomProcessor(*p, CustomStartOptions{}, warnings));
+        } else {
+          ImageGenStartOptions io;
+          io.shard_id = config.loading.shard_id;
+          io.log_dir = JoinPath(config.loading.state_dir, "shard_" + std::to_string(config.loading.shard_id));
+          MMIRAGE_ASSIGN_OR_RETURN(proc, StartImageGenProcessor(config, *p, io, warnings));
+        }
+        g->processors_[o.type] = std::move(proc);
+      }
+      route->processor = g->processors_[o.type].get();
+      g->routes_.push_back(std::move(route));
+      continue;
+    }
     if (o.type != "llm") {
       return Status::InvalidArgument(o.loc.ToString() + ": output '" + o.name + "' needs the '" + o.type +
                                      "' processor, which this build cannot run yet");
@@ -74,8 +94,12 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
   return g;
 }
 
-void OutputGenerator::Generate(size_t output_index, std::string prompt, const Value& vars,
+void OutputGenerator::Generate(size_t output_index, std::string prompt, const Value& vars, const RowInfo& row,
                                std::function<void(GenerateResult)> done) {
+  if (OutputProcessor* proc = routes_[output_index]->processor) {
+    proc->Generate(output_index, std::move(prompt), vars, row, std::move(done));
+    return;
+  }
   auto a = std::make_shared<Attempt>();
   a->route = routes_[output_index].get();
   a->request = a->route->base;
@@ -136,12 +160,14 @@ void OutputGenerator::Submit(std::shared_ptr<Attempt> a) {
 int OutputGenerator::Capacity() const {
   int n = 0;
   for (const auto& [_, e] : engines_) n += e->Capacity();
+  for (const auto& [_, p] : processors_) n += p->Capacity();
   return std::max(1, n);
 }
 
 double OutputGenerator::LoadSeconds() const {
   double s = 0;
   for (const auto& [_, e] : engines_) s += e->LoadSeconds();
+  for (const auto& [_, p] : processors_) s += p->LoadSeconds();
   return s;
 }
 
@@ -165,6 +191,7 @@ engine::EngineCounters OutputGenerator::Counters() const {
 
 void OutputGenerator::Shutdown() {
   for (auto& [_, e] : engines_) e->Shutdown();
+  for (auto& [_, p] : processors_) p->Shutdown();
 }
 
 }  // namespace mmirage::process

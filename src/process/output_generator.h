@@ -15,16 +15,9 @@
 
 #include "config/config.h"
 #include "engine/engine.h"
+#include "process/output_processor.h"
 
 namespace mmirage::process {
-
-struct GenerateResult {
-  Status status;                  // OK, or the last error after every attempt
-  Value value;                    // plain: the stripped text; JSON: the checked object
-  int64_t prompt_tokens = 0;      // summed over attempts
-  int64_t completion_tokens = 0;
-  int attempts = 0;
-};
 
 // Makes the engine of an `llm` processor (injectable for tests). Appends warnings.
 using EngineFactory =
@@ -34,8 +27,9 @@ EngineFactory LlamaEngineFactory();
 
 class OutputGenerator {
  public:
-  // Creates one engine per processor type that some output uses. Errors: engine load failures (located at the
-  // processor), a processor type this build cannot run (batch_api, image_gen, custom).
+  // Creates one engine per processor type that some output uses (`llm`), or its OutputProcessor (`custom`,
+  // `image_gen`: started here, workers booted and servers validated). Errors: engine load and processor start
+  // failures (located at the processor), a processor type this build cannot run (batch_api).
   static Result<std::unique_ptr<OutputGenerator>> Create(const config::Config& config, const EngineFactory& factory,
                                                          std::vector<std::string>* warnings);
   ~OutputGenerator();
@@ -43,7 +37,7 @@ class OutputGenerator {
   // `vars` is the row's variable environment so far (inputs and earlier outputs, an object): processors that need
   // more than the prompt (images, user functions, extra templates) read it. REQUIRES: config.processing.outputs
   // [output_index] is a model output.
-  void Generate(size_t output_index, std::string prompt, const Value& vars,
+  void Generate(size_t output_index, std::string prompt, const Value& vars, const RowInfo& row,
                 std::function<void(GenerateResult)> done);
 
   int Capacity() const;           // sum of the engines' parallel slots
@@ -60,6 +54,7 @@ class OutputGenerator {
 
   const config::Config* config_;
   std::map<std::string, std::unique_ptr<engine::Engine>> engines_;  // by processor type
+  std::map<std::string, std::unique_ptr<OutputProcessor>> processors_;  // by processor type (custom, image_gen)
   std::vector<std::unique_ptr<Route>> routes_;                     // by output index
 };
 

@@ -306,4 +306,27 @@ UtilizationSummary UtilizationPoller::Summary() const {
   return s;
 }
 
+UtilizationPoller::Interval UtilizationPoller::TakeInterval() {
+  std::lock_guard<std::mutex> l(mu_);
+  Interval iv;
+  if (gpu_samples_ > interval_gpu_samples_) {
+    iv.gpu_util = (gpu_sum_ - interval_gpu_sum_) / static_cast<double>(gpu_samples_ - interval_gpu_samples_);
+  }
+  interval_gpu_sum_ = gpu_sum_;
+  interval_gpu_samples_ = gpu_samples_;
+  if (cpu_last_ && cpu_last_->process_cpu_seconds) {
+    if (!interval_cpu_seconds_ && cpu_first_ && cpu_first_->process_cpu_seconds) {
+      interval_cpu_seconds_ = cpu_first_->process_cpu_seconds;
+      interval_cpu_us_ = cpu_first_us_;
+    }
+    if (interval_cpu_seconds_ && cpu_last_us_ > interval_cpu_us_) {
+      double wall_s = static_cast<double>(cpu_last_us_ - interval_cpu_us_) / 1e6;
+      iv.cpu_util = std::max(0.0, *cpu_last_->process_cpu_seconds - *interval_cpu_seconds_) / wall_s * 100;
+    }
+    interval_cpu_seconds_ = cpu_last_->process_cpu_seconds;
+    interval_cpu_us_ = cpu_last_us_;
+  }
+  return iv;
+}
+
 }  // namespace mmirage

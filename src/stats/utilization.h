@@ -98,6 +98,13 @@ class UtilizationPoller {
   // Takes one sample now (GPU sample; CPU reading, the first one being the baseline).
   void SampleOnce();
   UtilizationSummary Summary() const;
+  // Utilisation since the previous call (since Start for the first): the mean of the GPU samples taken in between
+  // and this process's CPU use between the CPU readings; nullopt where nothing new was sampled. For the shard's
+  // time series (state/timeline.h).
+  struct Interval {
+    std::optional<double> gpu_util, cpu_util;
+  };
+  Interval TakeInterval();
 
  private:
   void Loop();
@@ -114,6 +121,11 @@ class UtilizationPoller {
   int64_t gpu_samples_ = 0;
   std::optional<CpuCounters> cpu_first_, cpu_last_;
   uint64_t cpu_first_us_ = 0, cpu_last_us_ = 0;
+  // TakeInterval's cursor.
+  double interval_gpu_sum_ = 0;
+  int64_t interval_gpu_samples_ = 0;
+  std::optional<double> interval_cpu_seconds_;
+  uint64_t interval_cpu_us_ = 0;
 };
 
 }  // namespace mmirage

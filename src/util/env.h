@@ -61,6 +61,9 @@ class Env {
   // caller's business: returns kUnavailable if the file system cannot exchange.
   virtual Status ExchangeFiles(const std::string& a, const std::string& b) = 0;
   virtual Status SyncDir(const std::string& dir) = 0;
+  // Hard link `to` → the file `from`. kUnavailable when the file system cannot (other device, no hard links): the
+  // caller copies instead.
+  virtual Status LinkFile(const std::string& from, const std::string& to) = 0;
   virtual Result<uint64_t> GetFileSize(const std::string& path) = 0;
   virtual Status TruncateFile(const std::string& path, uint64_t size) = 0;
   virtual Result<std::string> ReadFileToString(const std::string& path) = 0;

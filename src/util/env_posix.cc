@@ -176,6 +176,13 @@ class PosixEnv final : public Env {
     if (::rename(from.c_str(), to.c_str()) != 0) return PosixError("rename " + from + " -> " + to, errno);
     return Status::OK();
   }
+  Status LinkFile(const std::string& from, const std::string& to) override {
+    if (::link(from.c_str(), to.c_str()) == 0) return Status::OK();
+    int err = errno;
+    if (err == EXDEV || err == EPERM || err == ENOTSUP || err == EMLINK)
+      return Status::Unavailable("cannot hard-link " + from + " -> " + to);
+    return PosixError("link " + from + " -> " + to, err);
+  }
   Status ExchangeFiles(const std::string& a, const std::string& b) override {
 #ifdef SYS_renameat2
     if (::syscall(SYS_renameat2, AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), 2 /* RENAME_EXCHANGE */) == 0) {

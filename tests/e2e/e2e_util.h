@@ -48,6 +48,7 @@ inline std::string RestructureConfig(const std::string& data, const std::string&
          "    - type: JSONL\n"
          "      path: " + data + "\n"
          "      output_dir: " + out + "\n"
+         "      output_format: jsonl\n"
          "  state_dir: " + state + "\n" + extra_loading +
          "processing_params:\n"
          "  inputs:\n"

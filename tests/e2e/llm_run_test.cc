@@ -18,7 +18,7 @@ std::string LlmConfig(const TempDir& d, const std::string& model, const std::str
          "      extra_engine_args: {max_running_requests: 4, context_length: 512, n_threads: 1" + extra_engine + "}\n"
          "    default_sampling_params: {" + sampling + "}\n"
          "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + "}]\n"
+         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + ", output_format: jsonl}]\n"
          "  state_dir: " + d.Path("state") + "\n"
          "  batch_size: 8\n"
          "processing_params:\n"

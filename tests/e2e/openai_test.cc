@@ -116,7 +116,7 @@ class OpenAiE2eTest : public ::testing::Test {
            "  - type: llm\n" + llm_block +
            "    default_sampling_params: {temperature: 0, max_new_tokens: 16}\n"
            "loading_params:\n"
-           "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + "}]\n"
+           "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + ", output_format: jsonl}]\n"
            "  state_dir: " + d.Path("state") + "\n"
            "processing_params:\n"
            "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"

@@ -30,7 +30,12 @@ TEST(QuickstartTest, RewriteRunsOnTheRealModel) {
   WriteFile(d.Path("rewrite.yaml"), cfg);
   auto r = RunMmirage("run --config " + d.Path("rewrite.yaml"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto rows = ReadLines(d.Path("out/merged/data.jsonl"));
+  // The merged output is an HF dataset (the default output_format); `mmirage cat` prints its rows.
+  auto cat = RunMmirage("cat " + d.Path("out/merged"));
+  ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  std::vector<std::string> rows;
+  for (size_t at = 0, nl; (nl = cat.out.find('\n', at)) != std::string::npos; at = nl + 1)
+    rows.push_back(cat.out.substr(at, nl - at));
   ASSERT_EQ(rows.size(), 50u);
   for (const auto& line : rows) {
     auto v = ParseJson(line);

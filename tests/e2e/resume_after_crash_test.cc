@@ -25,7 +25,7 @@ std::string Config(const TempDir& d, const std::string& model, const std::string
          "      extra_engine_args: {max_running_requests: 1, context_length: 512, n_threads: 1}\n"
          "    default_sampling_params: {temperature: 0, max_new_tokens: 32}\n"
          "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + out + "}]\n"
+         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + out + ", output_format: jsonl}]\n"
          "  state_dir: " + state + "\n"
          "  num_shards: 3\n"
          "processing_params:\n"

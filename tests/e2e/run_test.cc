@@ -225,7 +225,7 @@ TEST_F(RunTest, ConfigThatNeedsAModelIsRefusedBeforeAnyStateIsWritten) {
   std::string cfg = dir_.Path("llm.yaml");
   WriteFile(cfg, "processors: [{type: llm, server_args: {model_path: m.gguf}}]\n"
                  "loading_params:\n  datasets: [{type: JSONL, path: " + dir_.Path("data.jsonl") +
-                 ", output_dir: " + dir_.Path("out") + "}]\n  state_dir: " + dir_.Path("state") + "\n"
+                 ", output_dir: " + dir_.Path("out") + ", output_format: jsonl}]\n  state_dir: " + dir_.Path("state") + "\n"
                  "processing_params:\n  inputs: [{name: t, key: text}]\n"
                  "  outputs: [{name: a, type: llm, prompt: \"{{ t }}\"}]\n  output_schema: {a: \"{{ a }}\"}\n");
   auto r = RunMmirage("run --config " + cfg);

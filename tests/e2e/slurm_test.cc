@@ -76,7 +76,7 @@ std::string LlmConfig(const TempDir& d, const std::string& tag, int shards, int 
          "      extra_engine_args: " + engine + "\n"
          "    default_sampling_params: {temperature: 0, max_new_tokens: " + std::to_string(max_new_tokens) + "}\n"
          "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path(tag + "_out") + "}]\n"
+         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path(tag + "_out") + ", output_format: jsonl}]\n"
          "  state_dir: " + d.Path(tag + "_state") + "\n"
          "  num_shards: " + std::to_string(shards) + "\n"
          "processing_params:\n"

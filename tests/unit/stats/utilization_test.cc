@@ -157,3 +157,39 @@ TEST(UtilizationParsersTest, NoDevicesMeansNoGpuSampler) { EXPECT_EQ(NewNvmlGpuS
 
 }  // namespace
 }  // namespace mmirage
+
+namespace mmirage {
+namespace {
+
+TEST_F(UtilizationPollerTest, TakeIntervalAveragesOnlyTheSamplesSinceTheLastCall) {
+  UtilizationPoller p(Options());
+  cpu_.process_cpu_seconds = 10;
+  p.SampleOnce();  // CPU baseline
+  EXPECT_FALSE(p.TakeInterval().gpu_util.has_value());  // nothing sampled on the GPU yet (the fake had none)
+  gpu_samples_ = {20.0, 40.0};
+  clock_us_ += 2000000;
+  cpu_.process_cpu_seconds = 11;  // 1 s of CPU in 2 s: 50 %
+  p.SampleOnce();
+  p.SampleOnce();
+  auto a = p.TakeInterval();
+  ASSERT_TRUE(a.gpu_util.has_value());
+  EXPECT_DOUBLE_EQ(*a.gpu_util, 30.0);
+  ASSERT_TRUE(a.cpu_util.has_value());
+  EXPECT_DOUBLE_EQ(*a.cpu_util, 50.0);
+  gpu_samples_ = {90.0};
+  clock_us_ += 1000000;
+  cpu_.process_cpu_seconds = 13;  // 2 s of CPU in 1 s: 200 % (two busy threads)
+  p.SampleOnce();
+  auto b = p.TakeInterval();
+  EXPECT_DOUBLE_EQ(*b.gpu_util, 90.0);
+  EXPECT_DOUBLE_EQ(*b.cpu_util, 200.0);
+  auto c = p.TakeInterval();  // nothing new
+  EXPECT_FALSE(c.gpu_util.has_value());
+  EXPECT_FALSE(c.cpu_util.has_value());
+  // The whole-run summary is unaffected by the intervals.
+  EXPECT_EQ(p.Summary().gpu_util_samples, 3);
+  EXPECT_DOUBLE_EQ(*p.Summary().gpu_util_mean, 50.0);
+}
+
+}  // namespace
+}  // namespace mmirage

@@ -1,0 +1,612 @@
+#include "data/arrow_reader.h"
+
+#include <arrow/api.h>
+#include <arrow/io/file.h>
+#include <arrow/ipc/reader.h>
+#include <arrow/util/float16.h>
+#include <parquet/arrow/reader.h>
+#include <parquet/file_reader.h>
+#include <parquet/properties.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "data/arrow_util.h"
+#include "data/dataset.h"
+#include "data/json.h"
+
+namespace mmirage {
+namespace {
+
+// ---- time formatting -------------------------------------------------------------------------------------------
+
+// Days since 1970-01-01 → civil date (H. Hinnant's algorithm).
+void CivilFromDays(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
+  z += 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const unsigned doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int64_t yy = static_cast<int64_t>(yoe) + era * 400;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  *d = doy - (153 * mp + 2) / 5 + 1;
+  *m = mp < 10 ? mp + 3 : mp - 9;
+  *y = yy + (*m <= 2);
+}
+
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+std::string FormatDate(int64_t days) {
+  int64_t y;
+  unsigned m, d;
+  CivilFromDays(days, &y, &m, &d);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04" PRId64 "-%02u-%02u", y, m, d);
+  return buf;
+}
+
+int64_t UnitsPerSecond(arrow::TimeUnit::type u) {
+  switch (u) {
+    case arrow::TimeUnit::SECOND: return 1;
+    case arrow::TimeUnit::MILLI: return 1000;
+    case arrow::TimeUnit::MICRO: return 1000000;
+    case arrow::TimeUnit::NANO: return 1000000000;
+  }
+  return 1;
+}
+
+// "HH:MM:SS" plus the fraction digits of the unit (Python's isoformat prints microseconds; we print the unit's).
+std::string FormatTimeOfDay(int64_t units, int64_t per_sec) {
+  int64_t secs = FloorDiv(units, per_sec);
+  int64_t frac = units - secs * per_sec;
+  char buf[48];
+  int n = std::snprintf(buf, sizeof buf, "%02d:%02d:%02d", static_cast<int>(secs / 3600),
+                        static_cast<int>(secs / 60 % 60), static_cast<int>(secs % 60));
+  if (frac != 0) {
+    int digits = per_sec == 1000 ? 3 : per_sec == 1000000 ? 6 : 9;
+    std::snprintf(buf + n, sizeof buf - n, ".%0*" PRId64, digits, frac);
+  }
+  return buf;
+}
+
+std::string FormatTimestamp(int64_t v, const arrow::TimestampType& t) {
+  int64_t per_sec = UnitsPerSecond(t.unit());
+  int64_t per_day = per_sec * 86400;
+  int64_t days = FloorDiv(v, per_day);
+  std::string s = FormatDate(days);
+  s.push_back('T');
+  s += FormatTimeOfDay(v - days * per_day, per_sec);
+  if (!t.timezone().empty()) s += "+00:00";
+  return s;
+}
+
+// ---- Arrow array → Values ---------------------------------------------------------------------------------------
+
+Status Unsupported(const std::string& column, const arrow::DataType& type) {
+  return Status::InvalidArgument("column '" + column + "': Arrow type " + type.ToString() + " is not supported");
+}
+
+Status Convert(const arrow::Array& arr, const std::string& column, std::vector<Value>* out);
+
+template <typename ArrayT>
+void ConvertInts(const arrow::Array& a, std::vector<Value>* out) {
+  const auto& arr = static_cast<const ArrayT&>(a);
+  for (int64_t i = 0; i < arr.length(); ++i) {
+    if (arr.IsNull(i)) out->emplace_back();
+    else out->emplace_back(static_cast<int64_t>(arr.Value(i)));
+  }
+}
+
+template <typename ArrayT>
+void ConvertStrings(const arrow::Array& a, bool bytes, std::vector<Value>* out) {
+  const auto& arr = static_cast<const ArrayT&>(a);
+  for (int64_t i = 0; i < arr.length(); ++i) {
+    if (arr.IsNull(i)) {
+      out->emplace_back();
+    } else {
+      auto v = arr.GetView(i);
+      if (bytes) out->push_back(Value::Bytes(std::string(v.data(), v.size())));
+      else out->emplace_back(std::string_view(v.data(), v.size()));
+    }
+  }
+}
+
+// Lists whose elements lie in one contiguous range of the child (list, large_list, fixed_size_list).
+template <typename ArrayT>
+Status ConvertList(const arrow::Array& a, const std::string& column, std::vector<Value>* out) {
+  const auto& arr = static_cast<const ArrayT&>(a);
+  const int64_t n = arr.length();
+  if (n == 0) return Status::OK();
+  int64_t start = arr.value_offset(0);
+  int64_t end = arr.value_offset(n - 1) + arr.value_length(n - 1);
+  std::vector<Value> items;
+  items.reserve(static_cast<size_t>(end - start));
+  MMIRAGE_TRY(Convert(*arr.values()->Slice(start, end - start), column, &items));
+  for (int64_t i = 0; i < n; ++i) {
+    if (arr.IsNull(i)) {
+      out->emplace_back();
+      continue;
+    }
+    Value::Array elems;
+    int64_t off = arr.value_offset(i) - start, len = arr.value_length(i);
+    elems.reserve(static_cast<size_t>(len));
+    for (int64_t j = 0; j < len; ++j) elems.push_back(std::move(items[static_cast<size_t>(off + j)]));
+    out->emplace_back(std::move(elems));
+  }
+  return Status::OK();
+}
+
+template <typename ArrayT>
+Status ConvertListView(const arrow::Array& a, const std::string& column, std::vector<Value>* out) {
+  const auto& arr = static_cast<const ArrayT&>(a);
+  for (int64_t i = 0; i < arr.length(); ++i) {
+    if (arr.IsNull(i)) {
+      out->emplace_back();
+      continue;
+    }
+    std::vector<Value> items;
+    MMIRAGE_TRY(Convert(*arr.values()->Slice(arr.value_offset(i), arr.value_length(i)), column, &items));
+    out->emplace_back(Value::Array(std::move(items)));
+  }
+  return Status::OK();
+}
+
+Status Convert(const arrow::Array& arr, const std::string& column, std::vector<Value>* out) {
+  using T = arrow::Type;
+  const int64_t n = arr.length();
+  out->reserve(out->size() + static_cast<size_t>(n));
+  switch (arr.type_id()) {
+    case T::NA:
+      for (int64_t i = 0; i < n; ++i) out->emplace_back();
+      return Status::OK();
+    case T::BOOL: {
+      const auto& b = static_cast<const arrow::BooleanArray&>(arr);
+      for (int64_t i = 0; i < n; ++i) {
+        if (b.IsNull(i)) out->emplace_back();
+        else out->emplace_back(b.Value(i));
+      }
+      return Status::OK();
+    }
+    case T::INT8: ConvertInts<arrow::Int8Array>(arr, out); return Status::OK();
+    case T::INT16: ConvertInts<arrow::Int16Array>(arr, out); return Status::OK();
+    case T::INT32: ConvertInts<arrow::Int32Array>(arr, out); return Status::OK();
+    case T::INT64: ConvertInts<arrow::Int64Array>(arr, out); return Status::OK();
+    case T::UINT8: ConvertInts<arrow::UInt8Array>(arr, out); return Status::OK();
+    case T::UINT16: ConvertInts<arrow::UInt16Array>(arr, out); return Status::OK();
+    case T::UINT32: ConvertInts<arrow::UInt32Array>(arr, out); return Status::OK();
+    case T::DURATION: ConvertInts<arrow::DurationArray>(arr, out); return Status::OK();
+    case T::UINT64: {
+      const auto& u = static_cast<const arrow::UInt64Array&>(arr);
+      for (int64_t i = 0; i < n; ++i) {
+        if (u.IsNull(i)) out->emplace_back();
+        else if (u.Value(i) > static_cast<uint64_t>(INT64_MAX)) out->emplace_back(static_cast<double>(u.Value(i)));
+        else out->emplace_back(static_cast<int64_t>(u.Value(i)));
+      }
+      return Status::OK();
+    }
+    case T::HALF_FLOAT: {
+      const auto& h = static_cast<const arrow::HalfFloatArray&>(arr);
+      for (int64_t i = 0; i < n; ++i) {
+        if (h.IsNull(i)) out->emplace_back();
+        else out->emplace_back(arrow::util::Float16::FromBits(h.Value(i)).ToDouble());
+      }
+      return Status::OK();
+    }
+    case T::FLOAT: {
+      const auto& f = static_cast<const arrow::FloatArray&>(arr);
+      for (int64_t i = 0; i < n; ++i) {
+        if (f.IsNull(i)) out->emplace_back();
+        else out->emplace_back(static_cast<double>(f.Value(i)));
+      }
+      return Status::OK();
+    }
+    case T::DOUBLE: {
+      const auto& f = static_cast<const arrow::DoubleArray&>(arr);
+      for (int64_t i = 0; i < n; ++i) {
+        if (f.IsNull(i)) out->emplace_back();
+        else out->emplace_back(f.Value(i));
+      }
+      return Status::OK();
+    }
+    case T::STRING: ConvertStrings<arrow::StringArray>(arr, false, out); return Status::OK();
+    case T::LARGE_STRING: ConvertStrings<arrow::LargeStringArray>(arr, false, out); return Status::OK();
+    case T::STRING_VIEW: ConvertStrings<arrow::StringViewArray>(arr, false, out); return Status::OK();
+    case T::BINARY: ConvertStrings<arrow::BinaryArray>(arr, true, out); return Status::OK();
+    case T::LARGE_BINARY: ConvertStrings<arrow::LargeBinaryArray>(arr, true, out); return Status::OK();
+    case T::BINARY_VIEW: ConvertStrings<arrow::BinaryViewArray>(arr, true, out); return Status::OK();
+    case T::FIXED_SIZE_BINARY: ConvertStrings<arrow::FixedSizeBinaryArray>(arr, true, out); return Status::OK();
+    case T::LIST: return ConvertList<arrow::ListArray>(arr, column, out);
+    case T::LARGE_LIST: return ConvertList<arrow::LargeListArray>(arr, column, out);
+    case T::FIXED_SIZE_LIST: return ConvertList<arrow::FixedSizeListArray>(arr, column, out);
+    case T::LIST_VIEW: return ConvertListView<arrow::ListViewArray>(arr, column, out);
+    case T::LARGE_LIST_VIEW: return ConvertListView<arrow::LargeListViewArray>(arr, column, out);
+    case T::MAP: {
+      const auto& m = static_cast<const arrow::MapArray&>(arr);
+      if (n == 0) return Status::OK();
+      int64_t start = m.value_offset(0), end = m.value_offset(n - 1) + m.value_length(n - 1);
+      std::vector<Value> keys, items;
+      MMIRAGE_TRY(Convert(*m.keys()->Slice(start, end - start), column, &keys));
+      MMIRAGE_TRY(Convert(*m.items()->Slice(start, end - start), column, &items));
+      const auto key_type = m.keys()->type_id();
+      const bool string_keys =
+          key_type == T::STRING || key_type == T::LARGE_STRING || key_type == T::STRING_VIEW;
+      for (int64_t i = 0; i < n; ++i) {
+        if (m.IsNull(i)) {
+          out->emplace_back();
+          continue;
+        }
+        int64_t off = m.value_offset(i) - start, len = m.value_length(i);
+        if (string_keys) {
+          Value obj = Value::EmptyObject();
+          for (int64_t j = 0; j < len; ++j)
+            obj.Set(keys[static_cast<size_t>(off + j)].as_string(), std::move(items[static_cast<size_t>(off + j)]));
+          out->push_back(std::move(obj));
+        } else {
+          Value::Array pairs;
+          for (int64_t j = 0; j < len; ++j)
+            pairs.emplace_back(Value::Array{keys[static_cast<size_t>(off + j)], items[static_cast<size_t>(off + j)]});
+          out->emplace_back(std::move(pairs));
+        }
+      }
+      return Status::OK();
+    }
+    case T::STRUCT: {
+      const auto& s = static_cast<const arrow::StructArray&>(arr);
+      const auto& st = static_cast<const arrow::StructType&>(*s.type());
+      const int nf = st.num_fields();
+      std::vector<std::vector<Value>> fields(static_cast<size_t>(nf));
+      for (int f = 0; f < nf; ++f) {
+        // field(f) is the field sliced to this array's offset and length.
+        auto child = s.field(f);
+        MMIRAGE_TRY(Convert(*child, column + "." + st.field(f)->name(), &fields[static_cast<size_t>(f)]));
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        if (s.IsNull(i)) {
+          out->emplace_back();
+          continue;
+        }
+        Value::Object obj;
+        obj.reserve(static_cast<size_t>(nf));
+        for (int f = 0; f < nf; ++f)
+          obj.emplace_back(st.field(f)->name(), std::move(fields[static_cast<size_t>(f)][static_cast<size_t>(i)]));
+        out->emplace_back(std::move(obj));
+      }
+      return Status::OK();
+    }
+    case T::DICTIONARY: {
+      const auto& d = static_cast<const arrow::DictionaryArray&>(arr);
+      std::vector<Value> dict;
+      MMIRAGE_TRY(Convert(*d.dictionary(), column, &dict));
+      for (int64_t i = 0; i < n; ++i) {
+        if (d.IsNull(i)) {
+          out->emplace_back();
+          continue;
+        }
+        int64_t k = d.GetValueIndex(i);
+        if (k < 0 || static_cast<size_t>(k) >= dict.size())
+          return Status::Corruption("column '" + column + "': dictionary index out of range");
+        out->push_back(dict[static_cast<size_t>(k)]);
+      }
+      return Status::OK();
+    }
+    case T::TIMESTAMP: {
+      const auto& t = static_cast<const arrow::TimestampArray&>(arr);
+      const auto& type = static_cast<const arrow::TimestampType&>(*arr.type());
+      for (int64_t i = 0; i < n; ++i) {
+        if (t.IsNull(i)) out->emplace_back();
+        else out->emplace_back(FormatTimestamp(t.Value(i), type));
+      }
+      return Status::OK();
+    }
+    case T::DATE32: {
+      const auto& t = static_cast<const arrow::Date32Array&>(arr);
+      for (int64_t i = 0; i < n; ++i) {
+        if (t.IsNull(i)) out->emplace_back();
+        else out->emplace_back(FormatDate(t.Value(i)));
+      }
+      return Status::OK();
+    }
+    case T::DATE64: {
+      const auto& t = static_cast<const arrow::Date64Array&>(arr);
+      for (int64_t i = 0; i < n; ++i) {
+        if (t.IsNull(i)) out->emplace_back();
+        else out->emplace_back(FormatDate(FloorDiv(t.Value(i), 86400000)));
+      }
+      return Status::OK();
+    }
+    case T::TIME32: {
+      const auto& t = static_cast<const arrow::Time32Array&>(arr);
+      int64_t per = UnitsPerSecond(static_cast<const arrow::Time32Type&>(*arr.type()).unit());
+      for (int64_t i = 0; i < n; ++i) {
+        if (t.IsNull(i)) out->emplace_back();
+        else out->emplace_back(FormatTimeOfDay(t.Value(i), per));
+      }
+      return Status::OK();
+    }
+    case T::TIME64: {
+      const auto& t = static_cast<const arrow::Time64Array&>(arr);
+      int64_t per = UnitsPerSecond(static_cast<const arrow::Time64Type&>(*arr.type()).unit());
+      for (int64_t i = 0; i < n; ++i) {
+        if (t.IsNull(i)) out->emplace_back();
+        else out->emplace_back(FormatTimeOfDay(t.Value(i), per));
+      }
+      return Status::OK();
+    }
+    case T::DECIMAL32:
+    case T::DECIMAL64:
+    case T::DECIMAL128:
+    case T::DECIMAL256: {
+      const auto& dec = static_cast<const arrow::FixedSizeBinaryArray&>(arr);
+      for (int64_t i = 0; i < n; ++i) {
+        if (dec.IsNull(i)) out->emplace_back();
+        else if (arr.type_id() == T::DECIMAL128)
+          out->emplace_back(static_cast<const arrow::Decimal128Array&>(arr).FormatValue(i));
+        else if (arr.type_id() == T::DECIMAL256)
+          out->emplace_back(static_cast<const arrow::Decimal256Array&>(arr).FormatValue(i));
+        else if (arr.type_id() == T::DECIMAL64)
+          out->emplace_back(static_cast<const arrow::Decimal64Array&>(arr).FormatValue(i));
+        else
+          out->emplace_back(static_cast<const arrow::Decimal32Array&>(arr).FormatValue(i));
+      }
+      return Status::OK();
+    }
+    case T::EXTENSION:
+      return Convert(*static_cast<const arrow::ExtensionArray&>(arr).storage(), column, out);
+    default:
+      return Unsupported(column, *arr.type());
+  }
+}
+
+Status BatchToRows(const arrow::RecordBatch& batch, std::vector<Value>* rows) {
+  const int nc = batch.num_columns();
+  const auto n = static_cast<size_t>(batch.num_rows());
+  std::vector<std::vector<Value>> cols(static_cast<size_t>(nc));
+  for (int c = 0; c < nc; ++c) {
+    MMIRAGE_TRY(Convert(*batch.column(c), batch.schema()->field(c)->name(), &cols[static_cast<size_t>(c)]));
+  }
+  rows->clear();
+  rows->reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    Value::Object obj;
+    obj.reserve(static_cast<size_t>(nc));
+    for (int c = 0; c < nc; ++c) obj.emplace_back(batch.schema()->field(c)->name(), std::move(cols[static_cast<size_t>(c)][i]));
+    rows->emplace_back(std::move(obj));
+  }
+  return Status::OK();
+}
+
+// An IPC stream cut at a message boundary reads as a shorter stream: require the end-of-stream marker
+// (0xFFFFFFFF 0x00000000) that every complete stream written by Arrow >= 0.15 ends with.
+Status CheckStreamEnd(const std::string& path, arrow::io::RandomAccessFile* f) {
+  auto size = f->GetSize();
+  if (!size.ok()) return Status::IOError(path + ": " + ArrowMessage(size.status()));
+  if (*size < 8) return Status::Corruption(path + ": not an Arrow IPC stream (file too short)");
+  uint8_t tail[8];
+  auto n = f->ReadAt(*size - 8, 8, tail);
+  if (!n.ok() || *n != 8) return Status::IOError(path + ": cannot read the end of the file");
+  static const uint8_t kEos[8] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
+  arrow::Status st = f->Seek(0);  // ReadAt leaves the implicit position undefined
+  if (!st.ok()) return Status::IOError(path + ": " + ArrowMessage(st));
+  if (std::memcmp(tail, kEos, 8) != 0) return Status::Corruption(path + ": truncated Arrow IPC stream (no end-of-stream marker)");
+  return Status::OK();
+}
+
+std::string ListedFile(const Value& entry) {
+  const Value* f = entry.Find("filename");
+  return f != nullptr && f->is_string() ? f->as_string() : "";
+}
+
+Result<DatasetPart> ResolveHfDatasetDir(Env* env, const std::string& dir, const std::string& split) {
+  std::string state_path = JoinPath(dir, "state.json");
+  if (!env->IsRegularFile(state_path)) {
+    return Status::InvalidArgument(dir + " is not an HF save_to_disk dataset directory (no state.json or "
+                                   "dataset_dict.json)");
+  }
+  MMIRAGE_ASSIGN_OR_RETURN(std::string text, env->ReadFileToString(state_path));
+  auto state = ParseJson(text);
+  if (!state.ok()) return Status::Corruption(state_path + ": " + state.status().message());
+  const Value* files = state->Find("_data_files");
+  if (files == nullptr || !files->is_array() || files->size() == 0)
+    return Status::Corruption(state_path + ": expected a non-empty \"_data_files\" list");
+  DatasetPart part;
+  part.split = split;
+  part.format = DataFormat::kArrowStream;
+  for (const auto& f : files->as_array()) {
+    std::string name = ListedFile(f);
+    if (name.empty() || name.find('/') != std::string::npos || name == "..")
+      return Status::Corruption(state_path + ": bad \"_data_files\" entry " + ToJson(f));
+    std::string path = JoinPath(dir, name);
+    if (!env->IsRegularFile(path)) return Status::NotFound(state_path + " lists " + name + ", which does not exist");
+    part.files.push_back(std::move(path));
+  }
+  return part;
+}
+
+}  // namespace
+
+Result<std::vector<DatasetPart>> ResolveHfDataset(Env* env, const std::string& dir) {
+  if (!env->FileExists(dir)) return Status::NotFound("dataset directory not found: " + dir);
+  if (!env->IsDirectory(dir))
+    return Status::InvalidArgument(dir + " is not an HF save_to_disk dataset directory (not a directory)");
+  std::vector<DatasetPart> parts;
+  std::string dd_path = JoinPath(dir, "dataset_dict.json");
+  if (env->IsRegularFile(dd_path)) {
+    MMIRAGE_ASSIGN_OR_RETURN(std::string text, env->ReadFileToString(dd_path));
+    auto dd = ParseJson(text);
+    const Value* splits = dd.ok() ? dd->Find("splits") : nullptr;
+    if (splits == nullptr || !splits->is_array() || splits->size() == 0)
+      return Status::Corruption(dd_path + ": expected {\"splits\": [names...]}");
+    for (const auto& s : splits->as_array()) {
+      if (!s.is_string() || s.as_string().empty() || s.as_string().find('/') != std::string::npos)
+        return Status::Corruption(dd_path + ": bad split name " + ToJson(s));
+      MMIRAGE_ASSIGN_OR_RETURN(auto part, ResolveHfDatasetDir(env, JoinPath(dir, s.as_string()), s.as_string()));
+      parts.push_back(std::move(part));
+    }
+    return parts;
+  }
+  MMIRAGE_ASSIGN_OR_RETURN(auto part, ResolveHfDatasetDir(env, dir, ""));
+  parts.push_back(std::move(part));
+  return parts;
+}
+
+// ---- reading ----------------------------------------------------------------------------------------------------
+
+struct ArrowRowSource::Impl {
+  DatasetPart part;
+  uint64_t begin = 0, end = 0;
+  size_t file_index = 0;
+  bool file_open = false;
+  uint64_t file_start = 0;  // part index of the current file's first row
+  uint64_t next_index = 0;  // part index of the first row of the next batch the reader returns
+  std::unique_ptr<parquet::arrow::FileReader> pq;
+  std::shared_ptr<arrow::RecordBatchReader> reader;
+  std::vector<Value> rows;  // the current batch's rows
+  size_t pos = 0;
+  uint64_t rows_first = 0;  // part index of rows[0]
+  bool done = false;
+
+  Status Fail(const arrow::Status& st) const {
+    return Status::Corruption(part.files[file_index] + ": " + ArrowMessage(st));
+  }
+  Status Fail(const Status& st) const { return Status::Corruption(part.files[file_index] + ": " + st.message()); }
+
+  // Opens part.files[file_index]; next_index = file_start.
+  Status OpenFile() {
+    const std::string& path = part.files[file_index];
+    auto in = arrow::io::ReadableFile::Open(path);
+    if (!in.ok()) return Status::IOError(path + ": " + ArrowMessage(in.status()));
+    next_index = file_start;
+    if (part.format == DataFormat::kArrowStream) {
+      MMIRAGE_TRY(CheckStreamEnd(path, in->get()));
+      auto r = arrow::ipc::RecordBatchStreamReader::Open(*in);
+      if (!r.ok()) return Fail(r.status());
+      reader = *r;
+    } else {
+      parquet::ReaderProperties props = parquet::default_reader_properties();
+      parquet::ArrowReaderProperties aprops;
+      aprops.set_batch_size(1024);
+      parquet::arrow::FileReaderBuilder builder;
+      arrow::Status st = builder.Open(*in, props);
+      if (!st.ok()) return Fail(st);
+      builder.properties(aprops);
+      auto fr = builder.Build();
+      if (!fr.ok()) return Fail(fr.status());
+      pq = std::move(*fr);
+      // Row groups wholly before `begin` are skipped without reading.
+      auto md = pq->parquet_reader()->metadata();
+      std::vector<int> groups;
+      uint64_t at = file_start;
+      bool first = true;
+      for (int g = 0; g < md->num_row_groups(); ++g) {
+        uint64_t rows_in = static_cast<uint64_t>(md->RowGroup(g)->num_rows());
+        if (at + rows_in > begin && at < end) {
+          if (first) next_index = at;
+          first = false;
+          groups.push_back(g);
+        }
+        at += rows_in;
+      }
+      if (groups.empty()) next_index = at;
+      auto r = pq->GetRecordBatchReader(groups);
+      if (!r.ok()) return Fail(r.status());
+      reader = std::shared_ptr<arrow::RecordBatchReader>(std::move(*r));
+    }
+    file_open = true;
+    return Status::OK();
+  }
+
+  // Loads the next batch with rows in range into `rows`; false when the range is exhausted.
+  Result<bool> LoadBatch() {
+    while (!done) {
+      if (next_index >= end) {
+        done = true;
+        break;
+      }
+      if (!file_open) {
+        if (file_index >= part.files.size()) {
+          done = true;
+          break;
+        }
+        MMIRAGE_TRY(OpenFile());
+      }
+      std::shared_ptr<arrow::RecordBatch> batch;
+      arrow::Status st = reader->ReadNext(&batch);
+      if (!st.ok()) return Fail(st);
+      if (batch == nullptr) {  // end of this file
+        if (part.format == DataFormat::kParquet) {
+          auto md = pq->parquet_reader()->metadata();
+          next_index = file_start + static_cast<uint64_t>(md->num_rows());
+        }
+        file_start = next_index;
+        reader.reset();
+        pq.reset();
+        file_open = false;
+        ++file_index;
+        continue;
+      }
+      uint64_t first = next_index, n = static_cast<uint64_t>(batch->num_rows());
+      next_index += n;
+      if (first + n <= begin) continue;  // wholly before the range: not decoded
+      uint64_t skip = begin > first ? begin - first : 0;
+      uint64_t take = std::min(first + n, end) - (first + skip);
+      std::shared_ptr<arrow::RecordBatch> slice = (skip == 0 && take == n) ? batch : batch->Slice(
+          static_cast<int64_t>(skip), static_cast<int64_t>(take));
+      Status cs = BatchToRows(*slice, &rows);
+      if (!cs.ok()) return Fail(cs);
+      pos = 0;
+      rows_first = first + skip;
+      if (!rows.empty()) return true;
+    }
+    return false;
+  }
+};
+
+ArrowRowSource::ArrowRowSource(const DatasetPart& part, const RowRange& range) : impl_(std::make_unique<Impl>()) {
+  impl_->part = part;
+  impl_->begin = range.begin;
+  impl_->end = range.end;
+}
+
+ArrowRowSource::~ArrowRowSource() = default;
+
+Result<bool> ArrowRowSource::Next(Value* row, size_t* file_index, uint64_t* row_in_file, uint64_t* index) {
+  Impl& m = *impl_;
+  if (m.pos >= m.rows.size()) {
+    MMIRAGE_ASSIGN_OR_RETURN(bool more, m.LoadBatch());
+    if (!more) return false;
+  }
+  *index = m.rows_first + m.pos;
+  *file_index = m.file_index;
+  *row_in_file = *index - m.file_start;
+  *row = std::move(m.rows[m.pos++]);
+  return true;
+}
+
+Result<uint64_t> CountArrowRows(const DatasetPart& part) {
+  uint64_t total = 0;
+  for (const auto& path : part.files) {
+    auto in = arrow::io::ReadableFile::Open(path);
+    if (!in.ok()) return Status::IOError(path + ": " + ArrowMessage(in.status()));
+    if (part.format == DataFormat::kParquet) {
+      parquet::arrow::FileReaderBuilder builder;
+      arrow::Status st = builder.Open(*in);
+      if (!st.ok()) return Status::Corruption(path + ": " + ArrowMessage(st));
+      total += static_cast<uint64_t>(builder.raw_reader()->metadata()->num_rows());
+      continue;
+    }
+    MMIRAGE_TRY(CheckStreamEnd(path, in->get()));
+    auto r = arrow::ipc::RecordBatchStreamReader::Open(*in);
+    if (!r.ok()) return Status::Corruption(path + ": " + ArrowMessage(r.status()));
+    while (true) {
+      std::shared_ptr<arrow::RecordBatch> batch;
+      arrow::Status st = (*r)->ReadNext(&batch);
+      if (!st.ok()) return Status::Corruption(path + ": " + ArrowMessage(st));
+      if (batch == nullptr) break;
+      total += static_cast<uint64_t>(batch->num_rows());
+    }
+  }
+  return total;
+}
+
+}  // namespace mmirage
