@@ -10,8 +10,8 @@
 #                                 per-CPU-family backends when it is the shared build), each with RUNPATH $ORIGIN
 #   P/bin/llama-server            llama.cpp's OpenAI-compatible server (for `backend: llama-server`), beside
 #                                 mmirage where it looks for it; built by setup.sh --with-server if missing
-#   P/libexec/mmirage/            helper programs (the `custom` worker, when built)
-#   P/share/mmirage/examples/     the quickstart configs
+#   P/share/mmirage/              the `custom` processor's worker program (custom_worker.py, found relative to
+#                                 bin/mmirage) and examples/ (the quickstart configs)
 #
 # --tarball also writes mmirage-<version>-linux-x86_64.tar.gz (one top folder of that name) next to P.
 # The bundle needs only glibc (2.34 or newer) and the kernel: moved anywhere, it still finds its libraries.
@@ -50,8 +50,8 @@ VERSION="$("$BUILD/mmirage" --version 2>/dev/null | grep -oE '[0-9]+\.[0-9]+\.[0
 [ -n "$VERSION" ] || die "cannot read the version from $BUILD/mmirage --version"
 mkdir -p "$PREFIX"
 PREFIX="$(cd "$PREFIX" && pwd)"
-rm -rf "$PREFIX/bin" "$PREFIX/lib" "$PREFIX/libexec/mmirage" "$PREFIX/share/mmirage"
-mkdir -p "$PREFIX/bin" "$PREFIX/lib" "$PREFIX/libexec/mmirage" "$PREFIX/share/mmirage"
+rm -rf "$PREFIX/bin" "$PREFIX/lib" "$PREFIX/share/mmirage"
+mkdir -p "$PREFIX/bin" "$PREFIX/lib" "$PREFIX/share/mmirage"
 
 # glibc's own libraries (and the loader) are the base system, like the GPU driver; everything else travels with
 # the bundle.
@@ -91,9 +91,7 @@ if [ "$SERVER" = 1 ]; then
   install -m 755 "$(readlink -f "$BUILD/llama-server")" "$PREFIX/bin/llama-server"
   copy_deps "$PREFIX/bin/llama-server"
 fi
-for helper in mmirage-custom-worker mmirage_custom_worker.py; do   # the custom worker (issue #12), when built
-  [ -e "$BUILD/$helper" ] && cp -L "$BUILD/$helper" "$PREFIX/libexec/mmirage/"
-done
+[ -f "$ROOT/share/mmirage/custom_worker.py" ] && cp "$ROOT/share/mmirage/custom_worker.py" "$PREFIX/share/mmirage/"
 cp -r "$ROOT/examples" "$PREFIX/share/mmirage/examples"
 
 # RUNPATH: executables look in ../lib, libraries beside themselves. (A library's own RUNPATH is what the loader

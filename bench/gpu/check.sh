@@ -75,16 +75,28 @@ if [ ! -f "$LLAMA_DIR/src/include/llama.h" ]; then
   [ -f "$CARRY/llama-src.tar.gz" ] || fail "source: no llama.cpp at $LLAMA_DIR/src and no $CARRY/llama-src.tar.gz (run bench/gpu/prepare.sh and carry build-gpu-carry)"
   mkdir -p "$LLAMA_DIR/src" && tar xzf "$CARRY/llama-src.tar.gz" -C "$LLAMA_DIR/src" || fail "source: cannot unpack llama-src.tar.gz"
 fi
+ARROW_DIR="$CACHE/arrow/26.0.1"
+if [ ! -f "$ARROW_DIR/.complete" ]; then
+  [ -f "$CARRY/arrow.tar.gz" ] || fail "arrow: no Arrow C++ at $ARROW_DIR and no $CARRY/arrow.tar.gz (run bench/gpu/prepare.sh)"
+  mkdir -p "$ARROW_DIR" && tar xzf "$CARRY/arrow.tar.gz" -C "$ARROW_DIR" && touch "$ARROW_DIR/.complete" \
+    || fail "arrow: cannot unpack arrow.tar.gz"
+fi
 # mmirage's build dependencies: the machine's own, or the carried Debian packages when one is missing.
 missing=""
-for h in yaml-cpp/yaml.h simdjson.h CLI/CLI.hpp mimalloc.h curl/curl.h zstd.h zlib.h; do
-  [ -e "/usr/include/$h" ] || [ -e "/usr/local/include/$h" ] || missing+=" $h"
+for h in yaml-cpp/yaml.h simdjson.h CLI/CLI.hpp mimalloc.h curl/curl.h zstd.h zlib.h png.h jpeglib.h webp/decode.h \
+         openssl/sha.h; do
+  found=0
+  for inc in /usr/include /usr/include/x86_64-linux-gnu /usr/local/include; do [ -e "$inc/$h" ] && found=1; done
+  [ "$found" = 1 ] || missing+=" $h"
 done
 command -v pkg-config >/dev/null || missing+=" pkg-config"
-if [ -n "$missing" ]; then
-  D="$CARRY/deps"
-  [ -d "$D/usr/include" ] || fail "deps: missing$missing and no carried $D (run bench/gpu/prepare.sh)"
-  say "using the carried Debian packages for:$missing"
+if [ -n "$missing" ] || [ "${GPU_CHECK_FORCE_CARRIED_DEPS:-0}" = 1 ]; then
+  D="$W/deps"
+  if [ ! -d "$D/usr/include" ]; then
+    [ -f "$CARRY/deps.tar.gz" ] || fail "deps: missing$missing and no carried $CARRY/deps.tar.gz (run bench/gpu/prepare.sh)"
+    mkdir -p "$D" && tar xzf "$CARRY/deps.tar.gz" -C "$D" || fail "deps: cannot unpack deps.tar.gz"
+  fi
+  say "using the carried Debian packages (missing here:${missing:- none, forced})"
   export PATH="$D/usr/bin:$PATH"
   export CMAKE_PREFIX_PATH="$D/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
   export PKG_CONFIG_PATH="$D/usr/lib/x86_64-linux-gnu/pkgconfig:$D/usr/share/pkgconfig"

@@ -26,7 +26,7 @@ tar xzf "$TARBALL" -C "$TMP/unpacked"
 TOP="$(ls "$TMP/unpacked")"
 B="$TMP/unpacked/$TOP"
 [ "$TOP" = "$(basename "$TARBALL" .tar.gz)" ] || fail "tarball's top folder is '$TOP'"
-for f in bin/mmirage bin/llama-server share/mmirage/examples/quickstart/restructure.yaml; do
+for f in bin/mmirage bin/llama-server share/mmirage/custom_worker.py share/mmirage/examples/quickstart/restructure.yaml; do
   [ -e "$B/$f" ] || fail "bundle lacks $f"
 done
 rm -rf "$TMP/stage"   # the bundle must not lean on where it was staged
