@@ -36,7 +36,7 @@ tar czf "$OUT/llama-src.tar.gz" -C "$TMP/src" .
 PKGS=(libyaml-cpp-dev libyaml-cpp0.7 libsimdjson-dev libsimdjson14 libcli11-dev libmimalloc-dev libmimalloc2.0
       libcurl4-openssl-dev libcurl4 libzstd-dev libzstd1 zlib1g-dev zlib1g pkgconf pkgconf-bin libpkgconf3
       libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo libwebp-dev libwebp7 libwebpmux3 libwebpdemux2
-      libsharpyuv0 libsharpyuv-dev libssl-dev libssl3)
+      libssl-dev libssl3)
 for lib in $(ldd /usr/lib/x86_64-linux-gnu/libcurl.so.4 | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p'); do
   pkg="$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null | head -1 | cut -d: -f1)" || true
   case "$pkg" in ""|libc6|libgcc-s1|libstdc++6) ;; *) PKGS+=("$pkg") ;; esac
