@@ -2,7 +2,10 @@
 # One prepared GPU check for a lent machine (one H200, CUDA nvcc, CMake, ninja, Python; no internet, nothing of
 # ours installed). Run from the repository root with build-gpu-carry/ (bench/gpu/prepare.sh) carried along:
 #
-#   bench/gpu/check.sh            # CUDA, the ~4B synthetic model (preset medium, F16), 64 and 256 sequences
+#   bench/gpu/check.sh [all|build|measure]   # CUDA, the ~4B synthetic model (preset medium, F16), 64 and 256 seqs
+#
+# `build` (steps 1-2) and `measure` (1, 3-6) split the run in two commands when one would pass a per-command
+# limit; `measure` reuses what `build` left in GPU_CHECK_DIR and the build dir.
 #
 # Steps (each fails fast with one line "GPU-CHECK FAIL: <step>: <why>"; results are printed as they come):
 #   1. tools present; 2. llama.cpp from the carried source with GGML_CUDA (MMIRAGE_CUDA_ARCHS, default 90) and
@@ -19,6 +22,8 @@
 #   GPU_CHECK_THREADS (CPU threads of both engines),
 #   MMIRAGE_CUDA_ARCHS, MMIRAGE_JOBS.
 set -uo pipefail
+PHASE="${1:-all}"
+case "$PHASE" in all|build|measure) ;; *) echo "usage: bench/gpu/check.sh [all|build|measure]" >&2; exit 2 ;; esac
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 MODE="${GPU_CHECK_MODE:-cuda}"
@@ -27,7 +32,7 @@ PARALLEL="${GPU_CHECK_PARALLEL:-64 256}"
 ROWS_PER_SEQ="${GPU_CHECK_ROWS_PER_SEQ:-4}"
 MAX_NEW="${GPU_CHECK_MAX_NEW:-256}"
 W="${GPU_CHECK_DIR:-/tmp/mmirage-gpu-check}"
-STEP_TIMEOUT="${GPU_CHECK_STEP_TIMEOUT:-420}"
+STEP_TIMEOUT="${GPU_CHECK_STEP_TIMEOUT:-540}"
 CACHE="${GPU_CHECK_CACHE:-$W/cache}"
 BUILD="${GPU_CHECK_BUILD_DIR:-$ROOT/build-gpu-check}"
 CARRY="$ROOT/build-gpu-carry"
@@ -70,6 +75,7 @@ fi
 say "cmake $(cmake --version | head -1 | grep -oE '[0-9.]+$'), ninja $(ninja --version), $(g++ --version | head -1), $(nproc) cores"
 
 # ---- 2. builds --------------------------------------------------------------------------------------------------------
+if [ "$PHASE" != measure ]; then
 LLAMA_DIR="$CACHE/llama.cpp/$LLAMA_KEY"
 if [ ! -f "$LLAMA_DIR/src/include/llama.h" ]; then
   [ -f "$CARRY/llama-src.tar.gz" ] || fail "source: no llama.cpp at $LLAMA_DIR/src and no $CARRY/llama-src.tar.gz (run bench/gpu/prepare.sh and carry build-gpu-carry)"
@@ -119,6 +125,12 @@ if [ "$MODE" = cuda ]; then
     || fail "build: llama.cpp was built without its CUDA backend"
 fi
 say "built: $BUILD/mmirage ($MODE)"
+fi
+[ "$PHASE" = build ] && { say "GPU-CHECK BUILD OK"; exit 0; }
+for b in mmirage mmirage-make-test-model mmirage-bench-raw-llama llama-server; do
+  [ -x "$BUILD/$b" ] || fail "measure: $BUILD/$b missing (run bench/gpu/check.sh build first)"
+done
+[ -d "$W/deps/usr/lib/x86_64-linux-gnu" ] && export LD_LIBRARY_PATH="$W/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # ---- 3. the synthetic model -----------------------------------------------------------------------------------------
 MODEL="$W/model-$PRESET.gguf"
