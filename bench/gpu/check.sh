@@ -47,8 +47,9 @@ step() {
   local name="$1"; shift
   NSTEP=$((NSTEP + 1)); LOG="$W/logs/$(printf %02d "$NSTEP").log"; local log="$LOG"
   say "$name ... (log $log)"
-  if ! timeout "$STEP_TIMEOUT" "$@" >"$log" 2>&1; then
-    local rc=$?
+  local rc=0
+  timeout "$STEP_TIMEOUT" "$@" >"$log" 2>&1 || rc=$?
+  if [ "$rc" != 0 ]; then
     tail -15 "$log" | sed 's/^/    | /'
     [ "$rc" = 124 ] && fail "$name: timed out after ${STEP_TIMEOUT}s (log $log)"
     fail "$name: exit $rc (log $log)"
