@@ -96,7 +96,7 @@ fetch_llama_source() {
   echo "$NLC_SHA256  $tgz" | sha256sum -c --quiet - || die "checksum mismatch for $tgz"
   tar xzf "$tgz" -C "$tmp" package/llama/gitRelease.bundle
   rm -rf "$LLAMA_DIR/src.tmp"
-  git clone -q "$tmp/package/llama/gitRelease.bundle" "$LLAMA_DIR/src.tmp"
+  git -c advice.detachedHead=false clone -q "$tmp/package/llama/gitRelease.bundle" "$LLAMA_DIR/src.tmp"
   git -C "$LLAMA_DIR/src.tmp" -c advice.detachedHead=false checkout -q "$LLAMA_COMMIT"
   rm -rf "$LLAMA_DIR/src"; mv "$LLAMA_DIR/src.tmp" "$LLAMA_DIR/src"
   rm -rf "$tmp"
