@@ -5,7 +5,7 @@
 #                                libggml(-base) and one libggml-cpu-<family>.so per CPU family, loaded at run time
 #                                (MMIRAGE_LLAMA_DYNAMIC_BACKENDS). Linux x86-64, CPU only.
 #   MMIRAGE_LLAMA_MODE=source    static libraries built from src/ in MMIRAGE_LLAMA_BUILD_DIR (any system, CUDA).
-# Provides the INTERFACE target `llama_cpp`; only mmirage_engine and tools link it. MMIRAGE_LLAMA_RUNTIME_LIBS lists
+# Provides `llama_cpp_core` (libllama, ggml, common); cmake/mtmd.cmake adds libmtmd and `llama_cpp`; only mmirage_engine and tools link it. MMIRAGE_LLAMA_RUNTIME_LIBS lists
 # the shared libraries a relocatable install must carry (empty for a static build).
 set(MMIRAGE_LLAMA_DEFAULT_DIR "$ENV{HOME}/.cache/mmirage/llama.cpp/3.21.1-80fb11a")
 if(NOT MMIRAGE_LLAMA_DIR)
@@ -20,8 +20,8 @@ if(NOT EXISTS "${_L}/src/include/llama.h")
   message(FATAL_ERROR "llama.cpp source is not at ${_L}/src; run scripts/setup.sh")
 endif()
 
-add_library(llama_cpp INTERFACE)
-target_include_directories(llama_cpp SYSTEM INTERFACE
+add_library(llama_cpp_core INTERFACE)
+target_include_directories(llama_cpp_core SYSTEM INTERFACE
   "${_L}/src/include" "${_L}/src/ggml/include" "${_L}/src/common" "${_L}/src/vendor")
 set(MMIRAGE_LLAMA_RUNTIME_LIBS "")
 
@@ -32,14 +32,14 @@ if(MMIRAGE_LLAMA_MODE STREQUAL "prebuilt")
     if(NOT EXISTS "${_P}/${lib}")
       message(FATAL_ERROR "llama.cpp's prebuilt libraries are not at ${_P} (missing ${lib}); run scripts/setup.sh")
     endif()
-    target_link_libraries(llama_cpp INTERFACE "${_P}/${lib}")
+    target_link_libraries(llama_cpp_core INTERFACE "${_P}/${lib}")
   endforeach()
   file(GLOB _cpu_variants "${_P}/libggml-cpu-*.so")
   if(NOT _cpu_variants)
     message(FATAL_ERROR "no libggml-cpu-*.so in ${_P}; run scripts/setup.sh")
   endif()
-  target_compile_definitions(llama_cpp INTERFACE MMIRAGE_LLAMA_DYNAMIC_BACKENDS=1)
-  target_link_libraries(llama_cpp INTERFACE Threads::Threads ${CMAKE_DL_LIBS} m)
+  target_compile_definitions(llama_cpp_core INTERFACE MMIRAGE_LLAMA_DYNAMIC_BACKENDS=1)
+  target_link_libraries(llama_cpp_core INTERFACE Threads::Threads ${CMAKE_DL_LIBS} m)
   foreach(lib ${_shared})
     list(APPEND MMIRAGE_LLAMA_RUNTIME_LIBS "${_P}/${lib}")
   endforeach()
@@ -61,14 +61,15 @@ elseif(MMIRAGE_LLAMA_MODE STREQUAL "source")
   # Optional pieces of a build: CUDA backend and the HTTP vendor library that common may reference.
   file(GLOB _extra "${_B}/ggml/src/ggml-cuda/libggml-cuda.a" "${_B}/vendor/cpp-httplib/libcpp-httplib.a")
   find_package(OpenMP REQUIRED)
-  target_link_libraries(llama_cpp INTERFACE
+  target_link_libraries(llama_cpp_core INTERFACE
     -Wl,--start-group ${_libs} ${_extra} -Wl,--end-group
     OpenMP::OpenMP_CXX Threads::Threads ${CMAKE_DL_LIBS} m)
   if(EXISTS "${_B}/ggml/src/ggml-cuda/libggml-cuda.a")
     find_package(CUDAToolkit REQUIRED)
-    target_link_libraries(llama_cpp INTERFACE CUDA::cudart CUDA::cublas CUDA::cuda_driver)
+    target_link_libraries(llama_cpp_core INTERFACE CUDA::cudart CUDA::cublas CUDA::cuda_driver)
   endif()
 else()
   message(FATAL_ERROR "MMIRAGE_LLAMA_MODE must be prebuilt or source, got '${MMIRAGE_LLAMA_MODE}'")
 endif()
 set(MMIRAGE_LLAMA_SRC "${_L}/src")
+include(${CMAKE_CURRENT_LIST_DIR}/mtmd.cmake)

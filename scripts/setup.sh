@@ -56,7 +56,7 @@ esac
 
 # ---- 1. system packages -------------------------------------------------------------------------------------------
 APT_PKGS=(build-essential cmake ninja-build git ccache pkg-config libyaml-cpp-dev libcli11-dev libsimdjson-dev
-          libzstd-dev zlib1g-dev libgtest-dev libmimalloc-dev libcurl4-openssl-dev python3 python3-venv npm
+          libzstd-dev zlib1g-dev libgtest-dev libmimalloc-dev libcurl4-openssl-dev libsqlite3-dev python3 python3-venv npm
           libpng-dev libjpeg62-turbo-dev libwebp-dev libssl-dev)
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -26,3 +26,10 @@ if ! sinfo -h -o %t >/dev/null 2>&1; then
 fi
 cd "$ROOT/build"
 ctest --output-on-failure --timeout 900 -j "${MMIRAGE_TEST_JOBS:-2}" "$@"
+# Sanitizers and fuzzers (issue #13): `MMIRAGE_SANITIZE=1 scripts/test.sh` also builds and runs the unit tests
+# under ASan+UBSan (scripts/sanitize.sh) and gives every fuzzer a 30 s smoke (scripts/fuzz.sh). Not yet part of
+# the default run (CI): the sanitizer build has not been seen green from a fresh clone yet — TODO(#13).
+if (($# == 0)) && [ "${MMIRAGE_SANITIZE:-0}" = 1 ]; then
+  "$ROOT/scripts/sanitize.sh"
+  "$ROOT/scripts/fuzz.sh"
+fi

@@ -9,6 +9,8 @@
 #include "exec/local_executor.h"
 #include "cli/slurm_cli.h"
 #include "data/json.h"
+#include "pipeline/batch_shard.h"
+#include "process/batch_provider.h"
 #include "util/log.h"
 #include "util/process.h"
 
@@ -19,6 +21,56 @@ std::string JoinIds(const std::vector<int64_t>& ids) {
   std::string s;
   for (int64_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
   return s;
+}
+
+// batch_api configs: the shards (submitted ones with their batches' progress), then the original's provider
+// status summary, asked of the provider for every batch the journals hold.
+int CheckBatches(Env* env, const config::Config& config, bool json) {
+  exec::ClassifyOptions co = exec::ClassifyOptionsFromConfig(env, config);
+  exec::Classification c = exec::ClassifyShards(co);
+  PrintClassification(c, json);
+  for (const auto& d : c.shards) {
+    if (d.batch.is_null()) continue;
+    auto n = [&](const char* k) {
+      const Value* v = d.batch.Find(k);
+      return v && v->is_int() ? v->as_int() : 0;
+    };
+    std::cerr << "shard " << d.shard_id << ": batches " << n("batches_completed") << " completed, "
+              << n("batches_in_progress") << " in progress, " << n("batches_failed") << " failed; requests "
+              << n("requests_done") << "/" << n("requests_total") << " done\n";
+  }
+  auto batches = pipeline::ListSubmittedBatches(env, config);
+  if (!batches.ok()) {
+    ReportError(batches.status());
+    return kExitFailure;
+  }
+  if (batches->empty()) {
+    LOG_INFO("No submitted batches found in the state directory " << config.loading.state_dir);
+    return c.failed.empty() && c.exhausted.empty() ? kExitOk : kExitFailure;
+  }
+  const config::Processor* p = config.FindProcessor("batch_api");
+  auto provider = process::BatchProvider::Create(p->batch_api, config::ProcessEnvLookup(), env);
+  if (!provider.ok()) {
+    ReportError(provider.status());
+    return kExitFailure;
+  }
+  std::vector<std::pair<std::string, int64_t>> counts;  // status → count, first-seen order
+  bool bad = false;
+  for (const auto& b : *batches) {
+    auto st = (*provider)->GetStatus(b.batch_id);
+    std::string s = st.ok() ? st->status : "lookup_failed";
+    if (!st.ok()) LOG_WARN("batch " << b.batch_id << " (shard " << b.shard_id << "): " << st.status().message());
+    if (s == "failed" || s == "lookup_failed") bad = true;
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& x) { return x.first == s; });
+    if (it == counts.end()) counts.push_back({s, 1});
+    else ++it->second;
+  }
+  std::ostream& out = json ? std::cerr : std::cout;
+  out << "\n------------ Batch status summary ------------\n";
+  out << "Provider '" << p->batch_api.provider << "' (Total: " << batches->size() << "):\n";
+  for (const auto& [s, k] : counts) out << "  - " << s << ": " << k << "/" << batches->size() << "\n";
+  out.flush();
+  return bad || !c.failed.empty() || !c.exhausted.empty() ? kExitFailure : kExitOk;
 }
 
 struct CheckOptions {
@@ -34,11 +86,11 @@ int Check(const CheckOptions& o) {
   if (!ApplyLogLevel(o.common)) return kExitUsage;
   auto config = LoadConfigOrReport(o.common.config_path);
   if (!config) return kExitFailure;
-  if (config->FindProcessor("batch_api")) {
-    std::cerr << "error: checking batch_api jobs is not available in this build yet\n";
-    return kExitFailure;
-  }
   Env* env = Env::Default();
+  if (pipeline::IsBatchConfig(*config)) {
+    if (o.retry || o.stats) LOG_WARN("--retry and --stats are ignored for batch_api configs.");
+    return CheckBatches(env, *config, o.json);
+  }
   exec::ClassifyOptions co = exec::ClassifyOptionsFromConfig(env, *config);
   exec::Classification c = exec::ClassifyShards(co);
   PrintClassification(c, o.json);

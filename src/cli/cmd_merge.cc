@@ -84,10 +84,10 @@ Runner RegisterMerge(CLI::App* app) {
     if (!ApplyLogLevel(o->common)) return kExitUsage;
     auto config = LoadConfigOrReport(o->common.config_path);
     if (!config) return kExitFailure;
-    if (config->FindProcessor("batch_api")) {
-      std::cerr << "error: merging batch_api results is not available in this build yet\n";
-      return kExitFailure;
-    }
+    // batch_api: --output-path gives the original's results file; without it the published shards (normal
+    // datasets once collected) are merged like any other config's.
+    if (config->FindProcessor("batch_api") && !o->output_path.empty())
+      return MergeBatchResults(*config, o->output_path, o->metadata_paths);
     return MergeAllDatasets(Env::Default(), *config, MergeTarget{o->output_root}, o->allow_partial);
   };
 }

@@ -1,13 +1,17 @@
 // `mmirage preview`: for the first N rows of a shard, show the extracted variables, every rendered prompt and the
 // rendered output row, with model outputs as placeholders — no model is loaded. Users check prompts here before
-// spending GPU hours.
+// spending GPU hours. Image inputs show as placeholders with their resolved source, format, size in pixels and
+// bytes; prompts show the user turn as the model gets it, with `<image N: var>` where each image goes.
 #include <iostream>
 #include <memory>
 
 #include "cli/common.h"
 #include "data/dataset.h"
 #include "data/json.h"
+#include "engine/engine.h"
 #include "pipeline/row_transform.h"
+#include "process/cache_key.h"
+#include "process/image_inputs.h"
 #include "util/env.h"
 
 namespace mmirage::cli {
@@ -42,6 +46,37 @@ void Indent(const std::string& text, const char* prefix) {
   }
 }
 
+// "<source> (image/png 32x32, 1234 bytes)", or why the image cannot be read.
+std::string DescribeImage(Env* env, const engine::ImageInput& im) {
+  if (im.kind == engine::ImageInput::Kind::kUrl) return im.source + " (URL: fetched by the server; not checked here)";
+  std::string bytes = im.bytes;
+  if (im.kind == engine::ImageInput::Kind::kFile) {
+    auto r = env->ReadFileToString(im.source);
+    if (!r.ok()) return im.source + " (unreadable: " + r.status().message() + ")";
+    bytes = std::move(*r);
+  }
+  const std::string mime = engine::SniffImageMime(bytes);
+  const process::ImageSize size = process::SniffImageSize(bytes);
+  std::string d = im.source + " (" + (mime.empty() ? std::string("not a known image format") : mime);
+  if (size.width > 0) d += " " + std::to_string(size.width) + "x" + std::to_string(size.height);
+  return d + ", " + std::to_string(bytes.size()) + " bytes)";
+}
+
+// The prompt with each image marker shown as "<image N: var>".
+std::string ShowMarkers(const std::string& prompt, const std::vector<std::string>& vars) {
+  std::string out;
+  const std::string marker = engine::kImageMarker;
+  size_t from = 0, n = 0;
+  for (size_t at = prompt.find(marker); at != std::string::npos; at = prompt.find(marker, from)) {
+    out.append(prompt, from, at - from);
+    out += "<image " + std::to_string(n + 1) + (n < vars.size() ? ": " + vars[n] : std::string()) + ">";
+    ++n;
+    from = at + marker.size();
+  }
+  out.append(prompt, from, std::string::npos);
+  return out;
+}
+
 struct Opts {
   CommonOptions common;
   int64_t rows = 3;
@@ -56,6 +91,15 @@ int Preview(const Opts& o) {
   Env* env = Env::Default();
   bool json = o.format == "json";
   int failures = 0;
+  // Which outputs the generation cache will answer on a re-run (deterministic requests only).
+  Value cached = Value::EmptyObject();
+  for (const auto& out : config->processing.outputs) {
+    process::OutputCachePlan plan = process::PlanOutputCache(*config, out);
+    cached.Set(out.name, plan.cached);
+    if (!json) std::cout << "generation cache: " << out.name << ": " << (plan.cached ? "cached" : "not cached") << " ("
+                         << plan.reason << ")\n";
+  }
+  if (!json && !config->processing.outputs.empty()) std::cout << "\n";
   for (const auto& dc : config->loading.datasets) {
     auto parts = ResolveDatasetParts(env, dc.type, dc.path, dc.splits);
     if (!parts.ok()) {
@@ -63,6 +107,7 @@ int Preview(const Opts& o) {
       return kExitFailure;
     }
     pipeline::RowTransform transform(&*config, env, dc.image_base_path.value_or(""));
+    const std::vector<std::string> image_names = process::ImageVariableNames(*config);
     for (const auto& part : *parts) {
       auto n = CountRows(env, part);
       if (!n.ok()) {
@@ -100,7 +145,15 @@ int Preview(const Opts& o) {
             fail(ex.error);
           } else {
             vars = ex.value;
-            report.Set("variables", vars);
+            Value shown = vars;
+            for (const auto& name : image_names) {
+              const Value* v = vars.Find(name);
+              if (v == nullptr || v->is_null()) continue;
+              auto im = process::ToImageInput(name, *v);
+              shown.Set(name, Value("<image: " + (im.ok() ? DescribeImage(env, *im) : im.status().message()) + ">"));
+            }
+            report.Set("variables", shown);
+            Value images = Value::EmptyObject();
             bool ok = true;
             for (size_t i = 0; i < config->processing.outputs.size() && ok; ++i) {
               const auto& out = config->processing.outputs[i];
@@ -111,11 +164,29 @@ int Preview(const Opts& o) {
                   ok = false;
                   break;
                 }
-                prompts.Set(out.name, p.value);
+                if (!image_names.empty() && out.type == "llm") {
+                  auto placed = process::PlaceImages(p.value, vars, image_names);
+                  if (!placed.ok()) {
+                    fail({pipeline::Stage::kGenerate, placed.status().message()});
+                    ok = false;
+                    break;
+                  }
+                  prompts.Set(out.name, ShowMarkers(placed->prompt, placed->variables));
+                  Value list = Value(Value::Array{});
+                  for (size_t k = 0; k < placed->images.size(); ++k) {
+                    list.mutable_array().push_back(Value("<image " + std::to_string(k + 1) + ": " +
+                                                         placed->variables[k] + "> = " +
+                                                         DescribeImage(env, placed->images[k])));
+                  }
+                  if (!placed->images.empty()) images.Set(out.name, list);
+                } else {
+                  prompts.Set(out.name, p.value);
+                }
               }
               vars.Set(out.name, Placeholder(out));
             }
             report.Set("prompts", prompts);
+            if (images.size() > 0) report.Set("images", images);
             if (ok) {
               auto r = transform.RenderOutput(*row, vars);
               if (r.ok) report.Set("output", r.value);
@@ -124,6 +195,7 @@ int Preview(const Opts& o) {
           }
         }
         if (json) {
+          if (!config->processing.outputs.empty()) report.Set("cached_outputs", cached);
           std::cout << ToJson(report) << "\n";
           continue;
         }
@@ -137,6 +209,11 @@ int Preview(const Opts& o) {
           for (const auto& [k, val] : p->as_object()) {
             std::cout << "prompt of '" << k << "':\n";
             Indent(val.as_string(), "  | ");
+            if (const Value* im = report.Find("images")) {
+              if (const Value* list = im->Find(k)) {
+                for (const auto& line : list->as_array()) std::cout << "  " << line.as_string() << "\n";
+              }
+            }
           }
         }
         if (const Value* out = report.Find("output")) {

@@ -5,6 +5,7 @@
 
 #include "cli/shard_commands.h"
 #include "cli/slurm_cli.h"
+#include "state/shard_state.h"
 #include "util/log.h"
 
 namespace mmirage::cli {
@@ -15,6 +16,7 @@ struct RetryOptions {
   bool yes = false;
   bool json = false;
   bool stats = false;
+  bool reset = false;
 };
 
 int Retry(const RetryOptions& o) {
@@ -27,10 +29,23 @@ int Retry(const RetryOptions& o) {
   }
   exec::ClassifyOptions co = exec::ClassifyOptionsFromConfig(Env::Default(), *config);
   exec::Classification c = exec::ClassifyShards(co);
+  if (o.reset && !c.exhausted.empty()) {
+    // --reset: exhausted shards get a fresh budget (a "reset" line in their attempts.log), then retry as usual.
+    for (int64_t id : c.exhausted) {
+      Status st = ShardState(Env::Default(), config->loading.state_dir, id).ResetBudget();
+      if (!st.ok()) {
+        LOG_ERROR("Shard " << id << ": cannot reset its retry budget: " << st.ToString());
+        return kExitFailure;
+      }
+      LOG_INFO("Shard " << id << ": retry budget reset");
+    }
+    c = exec::ClassifyShards(co);
+  }
   PrintClassification(c, o.json);
   if (c.failed.empty()) {
     if (!c.exhausted.empty()) {
-      LOG_ERROR("No retryable shards remain");
+      LOG_ERROR("No retryable shards remain: " << c.exhausted.size() << " shard(s) used their attempts without "
+                "progress; `mmirage retry --config " << o.common.config_path << " --reset` gives them a fresh budget");
       return kExitFailure;
     }
     if (!c.running.empty()) {
@@ -52,6 +67,7 @@ Runner RegisterRetry(CLI::App* app) {
   cmd->add_flag("-y,--yes", o->yes, "Do not ask for confirmation");
   cmd->add_flag("--json", o->json, "Print JSON objects {\"summary\", \"shards\"} instead of tables");
   cmd->add_flag("--stats", o->stats, "Re-run shards with GPU utilisation sampling");
+  cmd->add_flag("--reset", o->reset, "Give exhausted shards a fresh retry budget (recorded in attempts.log), then retry");
   return [o]() { return Retry(*o); };
 }
 

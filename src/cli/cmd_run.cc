@@ -10,6 +10,8 @@
 #include "cli/merge_common.h"
 #include "cli/slurm_cli.h"
 #include "exec/local_executor.h"
+#include "pipeline/batch_shard.h"
+#include "process/batch_provider.h"
 #include "pipeline/shard_runner.h"
 #include "util/process.h"
 #include "util/env.h"
@@ -28,6 +30,7 @@ struct RunOptions {
   bool quiet = false;
   std::string progress = "auto";
   std::string export_prompts;
+  bool resubmit_failed = false;
 };
 
 std::optional<std::string> GetEnvVar(const char* name) {
@@ -40,7 +43,26 @@ int Run(const RunOptions& o) {
   if (!ApplyLogLevel(o.common)) return kExitUsage;
   auto config = LoadConfigOrReport(o.common.config_path, o.shard_id);
   if (!config) return kExitFailure;
+  bool batch = pipeline::IsBatchConfig(*config);
+  if (!o.export_prompts.empty() && !batch) LOG_WARN("--export-prompts is ignored: the config has no batch_api output");
+  if (batch && !o.export_prompts.empty() && config->execution.mode == "slurm" && !o.shard_id) {
+    LOG_ERROR("--export-prompts is not supported in slurm mode. Run it in local mode.");
+    return kExitFailure;
+  }
+  if (batch && o.export_prompts.empty()) {  // the key, before any row is read or any worker starts
+    const config::Processor* p = config->FindProcessor("batch_api");
+    Status key = p ? process::CheckApiKey(p->batch_api.provider, config::ProcessEnvLookup()) : Status::OK();
+    if (!key.ok()) {
+      LOG_ERROR(key.message());
+      return kExitFailure;
+    }
+  }
   if (config->execution.mode == "slurm" && !o.shard_id) return RunSlurm(*config, o.force_retry, o.stats);
+  if (batch && (o.shard_id || !(config->execution.retry || o.force_retry) || !o.export_prompts.empty())) {
+    InstallStopSignalHandlers();
+    return RunBatchShardCommand(*config, config->loading.shard_id, o.export_prompts, o.resubmit_failed,
+                                /*collect_only=*/false, std::nullopt, config->execution.merge && !o.shard_id);
+  }
   Env* env = Env::Default();
   if (!o.shard_id && (config->execution.retry || o.force_retry)) {
     // Every shard, as worker processes, with retries; then merge.
@@ -106,7 +128,12 @@ Runner RegisterRun(CLI::App* app) {
   cmd->add_option("--progress", o->progress,
                   "auto (a live line on a terminal, else a log line every 10 s), terminal, log or none")
       ->check(CLI::IsMember({"auto", "terminal", "log", "none"}));
-  cmd->add_option("--export-prompts", o->export_prompts, "batch_api dry run: write the request files here");
+  cmd->add_option("--export-prompts", o->export_prompts, "batch_api dry run: write the request files here")
+      ->check([](const std::string& v) {
+        return v.find_first_not_of(" \t") == std::string::npos ? std::string("must not be blank") : std::string();
+      });
+  cmd->add_flag("--resubmit-failed", o->resubmit_failed,
+                "batch_api: submit the requests that failed at the provider again (as a new chunk)");
   return [o]() { return Run(*o); };
 }
 

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <map>
 
+#include "cli/cache_commands.h"
 #include "cli/common.h"
 #include "cli/slurm_cli.h"
 #include "cli/shard_commands.h"
@@ -25,7 +26,10 @@ int main(int argc, char** argv) {
   reg(RegisterValidate(&app), "validate");
   reg(RegisterPreview(&app), "preview");
   reg(RegisterQuery(&app), "query");
+  reg(RegisterEstimate(&app), "estimate");
+  reg(RegisterCache(&app), "cache");
   reg(RegisterCat(&app), "cat");
+  reg(RegisterCollect(&app), "collect");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -56,6 +56,7 @@ struct LlmProcessor {
   Value extra_engine_args = Value::EmptyObject();       // map string → any
   Value default_sampling_params = Value::EmptyObject(); // map string → any, passed to every generation
   std::string chat_template;               // template name or file
+  std::string mmproj_path;                 // server_args.mmproj_path: vision projector GGUF, hf:// ref or "auto"
 };
 
 struct BatchApiProcessor {
@@ -72,7 +73,13 @@ struct BatchApiProcessor {
   int64_t max_tokens = 8192;               // anthropic
   std::optional<double> temperature;       // anthropic, [0, 1]
   std::optional<double> top_p;             // anthropic, (0, 1]
+  bool temperature_is_int = false, top_p_is_int = false;  // written as YAML ints: sent as ints (as the original)
   std::optional<double> timeout_seconds;   // anthropic, > 0
+  // Extensions: `run` polls until every batch is done (instead of leaving the shard submitted), every
+  // poll_interval_seconds; prices (per million tokens, any currency) give the shard's cost in its stats.
+  bool wait = false;
+  int64_t poll_interval_seconds = 60;
+  std::optional<double> price_per_million_input_tokens, price_per_million_output_tokens;
 };
 
 struct ImageGenEndpoint {
@@ -131,6 +138,8 @@ struct Processor {
   BatchApiProcessor batch_api;
   ImageGenProcessor image_gen;
   CustomProcessor custom;
+  // Extension (any type): prices for `mmirage estimate`, in the currency of the user's choice (reported as USD).
+  std::optional<double> price_per_million_input_tokens, price_per_million_output_tokens;
 };
 
 // ---- processing ------------------------------------------------------------------------------------------------
@@ -172,15 +181,20 @@ struct OutputVar {
 };
 
 // A node of processing_params.output_schema: a map, a list, a template string or a constant.
+struct OutputMember;  // {first: key, second: node}; a struct, not a std::pair, so that clang accepts the recursion
 struct OutputNode {
   enum class Kind { kMap, kList, kTemplate, kConst };
   Kind kind = Kind::kConst;
-  std::vector<std::pair<std::string, OutputNode>> members;  // kMap, in YAML order
+  std::vector<OutputMember> members;                        // kMap, in YAML order
   std::vector<OutputNode> items;                            // kList
   std::optional<tmpl::Template> tmpl;                       // kTemplate
   std::optional<std::string> plain_var;                     // kTemplate that is exactly `{{ var }}`
   Value constant;                                           // kConst
   Loc loc;                                                  // where the node was written
+};
+struct OutputMember {
+  std::string first;
+  OutputNode second;
 };
 
 struct ProcessingParams {
@@ -244,6 +258,10 @@ struct ExecutionParams {
   std::optional<int64_t> array_parallelism;  // the %N throttle of --array
   std::vector<std::string> extra_sbatch_args;
   std::optional<std::string> mmirage_bin;    // binary the array tasks run (default: this binary's absolute path)
+  // Extensions: the generation cache (docs/generation_cache.md).
+  std::string cache = "readwrite";           // off | read | readwrite (YAML `off`/false is accepted for off)
+  std::string cache_dir;                     // resolved at load; default <parent of state_dir>/generation_cache
+  double cache_max_gb = 10;                  // sealed cache files beyond this are evicted (LRU), > 0
 };
 
 struct Config {

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "config/validate.h"
+#include "data/json.h"
 #include "config/yaml_reader.h"
 
 namespace mmirage::config {
@@ -85,6 +86,7 @@ void ReadLlm(MapReader& r, const EnvLookup& env, LlmProcessor* p) {
       s.Bool("trust_remote_code", &p->trust_remote_code);
       s.Bool("disable_custom_all_reduce", &p->disable_custom_all_reduce);
       s.MapValue("extra_engine_args", &p->extra_engine_args);
+      s.String("mmproj_path", &p->mmproj_path);  // extension: vision projector (image inputs)
       s.Finish();
     }
   }
@@ -162,10 +164,27 @@ void ReadBatchApi(MapReader& r, BatchApiProcessor* p) {
     if (r.OptDouble("timeout_seconds", &p->timeout_seconds) && p->timeout_seconds && *p->timeout_seconds <= 0)
       fail("timeout_seconds", "timeout_seconds must be > 0 when provided");
     if (p->temperature && p->top_p) fail("top_p", "temperature and top_p are mutually exclusive for Anthropic");
+    auto is_int = [&](const char* k) {
+      YAML::Node n = r.Get(k);
+      if (!n.IsDefined() || !n.IsScalar()) return false;
+      const std::string& t = n.Scalar();
+      size_t i = (!t.empty() && (t[0] == '-' || t[0] == '+')) ? 1 : 0;
+      return i < t.size() && t.find_first_not_of("0123456789", i) == std::string::npos;
+    };
+    p->temperature_is_int = is_int("temperature");
+    p->top_p_is_int = is_int("top_p");
     for (const char* k : {"completion_window", "batch_endpoint", "metadata"}) {
       if (r.Has(k)) fail(k, std::string("unexpected keyword argument '") + k + "'");
       r.Get(k);
     }
+  }
+  // Extensions (both providers).
+  r.Bool("wait", &p->wait);
+  if (r.Int("poll_interval_seconds", &p->poll_interval_seconds) && p->poll_interval_seconds < 1)
+    fail("poll_interval_seconds", "poll_interval_seconds must be >= 1");
+  for (auto [k, f] : {std::pair{"price_per_million_input_tokens", &p->price_per_million_input_tokens},
+                      std::pair{"price_per_million_output_tokens", &p->price_per_million_output_tokens}}) {
+    if (r.OptDouble(k, f) && *f && **f < 0) fail(k, std::string(k) + " must be >= 0");
   }
   // The original rejects unknown keys in a batch_api block: an error here, not a warning.
   for (const char* k : {"export_prompts_dir"}) {
@@ -222,9 +241,16 @@ void ReadImageGen(MapReader& r, ImageGenProcessor* p) {
     d->Error(r.LocOf("backend"), "backend='sglang' requires a 'sglang:' configuration block.");
   r.MapValue("default_sampling_params", &p->default_sampling_params);
   r.Bool("parallel_inference", &p->parallel_inference);
-  if (r.OptInt("parallel_chunk_size", &p->parallel_chunk_size) && p->parallel_chunk_size &&
-      *p->parallel_chunk_size <= 0)
-    d->Error(r.LocOf("parallel_chunk_size"), "parallel_chunk_size must be > 0 when set");
+  if (r.OptInt("parallel_chunk_size", &p->parallel_chunk_size) && p->parallel_chunk_size) {
+    if (*p->parallel_chunk_size <= 0) {
+      d->Error(r.LocOf("parallel_chunk_size"), "parallel_chunk_size must be > 0 when set");
+    } else {
+      // Accepted for the original's configs, but it cannot change anything here: say so rather than ignore it.
+      d->Warn(r.LocOf("parallel_chunk_size"),
+              "parallel_chunk_size has no effect: every sample is its own request (at most "
+              "max_concurrent_requests in flight) and a failed sample is retried alone");
+    }
+  }
   r.String("output_dir", &p->output_dir);
   if (r.String("file_format", &p->file_format) && Trim(p->file_format).empty()) {
     d->Warn(r.LocOf("file_format"), "empty file_format; using 'png'");
@@ -291,6 +317,10 @@ void ReadProcessors(Diag* d, const EnvLookup& env, const YAML::Node& list, Confi
       continue;
     }
     p.type = type;
+    for (auto [key, field] : {std::pair{"price_per_million_input_tokens", &p.price_per_million_input_tokens},
+                              std::pair{"price_per_million_output_tokens", &p.price_per_million_output_tokens}}) {
+      if (r.OptDouble(key, field) && *field && **field < 0) d->Error(r.LocOf(key), sec + "." + key + " must be >= 0");
+    }
     if (type == "llm") ReadLlm(r, env, &p.llm);
     else if (type == "batch_api") ReadBatchApi(r, &p.batch_api);
     else if (type == "image_gen") ReadImageGen(r, &p.image_gen);
@@ -489,6 +519,21 @@ void ReadExecution(Diag* d, const EnvLookup& env, const YAML::Node& node, Execut
     d->Error(r.LocOf("array_parallelism"), "array_parallelism must be >= 1");
   r.StringList("extra_sbatch_args", &e->extra_sbatch_args);
   r.OptString("mmirage_bin", &e->mmirage_bin);
+  Value cache;
+  if (r.AnyValue("cache", &cache)) {
+    if (cache.is_bool()) cache = Value(cache.as_bool() ? "readwrite" : "off");  // YAML reads `off` as false
+    if (cache.is_string() && (cache.as_string() == "off" || cache.as_string() == "read" ||
+                              cache.as_string() == "readwrite")) {
+      e->cache = cache.as_string();
+    } else {
+      d->Error(r.LocOf("cache"), "execution_params.cache must be off, read or readwrite, got " + ToJson(cache));
+    }
+  }
+  std::optional<std::string> cache_dir;
+  if (r.OptString("cache_dir", &cache_dir) && cache_dir && !Trim(*cache_dir).empty())
+    e->cache_dir = ExpandUser(Trim(*cache_dir), env);
+  if (r.Double("cache_max_gb", &e->cache_max_gb) && !(e->cache_max_gb > 0))
+    d->Error(r.LocOf("cache_max_gb"), "cache_max_gb must be > 0");
   if (e->mode == "slurm" && (!e->account || Trim(*e->account).empty()))
     d->Error(r.LocOf("mode"), "account is required when mode='slurm'");
   r.Finish();
@@ -519,6 +564,8 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   for (unsigned char ch : yaml) c.fingerprint = (c.fingerprint ^ ch) * 1099511628211ull;
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);  // empty file = empty map
   if (!root.IsMap()) return Status::InvalidArgument(diag.LocOf(root).ToString() + ": the config must be a YAML map");
+  // yaml-cpp throws on some node misuse (found by fuzz/fuzz_config): whatever slips through is a config error.
+  try {
   MapReader top(&diag, &env, root, "");
   for (const char* req : {"processors", "loading_params", "processing_params"}) {
     if (!top.Has(req)) diag.Error(Loc{name, 1, 1}, std::string("missing required section '") + req + "'");
@@ -526,6 +573,13 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   if (top.Has("processors")) ReadProcessors(&diag, env, top.Get("processors"), &c);
   if (top.Has("loading_params")) ReadLoading(&diag, env, top.Get("loading_params"), &c.loading);
   ReadExecution(&diag, env, top.Get("execution_params"), &c.execution);
+  if (c.execution.cache_dir.empty()) {  // beside the state directory: the configs of one pipeline share it
+    std::string sd = c.loading.state_dir;
+    while (sd.size() > 1 && sd.back() == '/') sd.pop_back();
+    size_t slash = sd.rfind('/');
+    std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : sd.substr(0, slash);
+    c.execution.cache_dir = parent + (parent == "/" ? "" : "/") + "generation_cache";
+  }
   if (options.shard_id_override) c.loading.shard_id = *options.shard_id_override;
   if (top.Has("processing_params")) ReadProcessing(&diag, env, yaml, top.Get("processing_params"), &c);
   top.Get("processors");
@@ -533,6 +587,9 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   top.Get("processing_params");
   top.Finish();
   ValidateConfig(&diag, &c);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(name + ": invalid config: " + e.what());
+  }
   c.warnings = std::move(diag.warnings);
   if (!diag.errors.empty()) {
     std::string msg;

@@ -46,8 +46,30 @@ void CheckOutputSchemaNames(Diag* d, const OutputNode& node, const std::set<std:
 
 }  // namespace
 
+// Why `name` cannot be one path component inside an output folder ("" when it can): it becomes a directory or
+// file name (split folders, the SLURM job's log names), so it must not escape (issue #13: absolute paths, "..",
+// separators).
+std::string UnsafeComponent(const std::string& name) {
+  if (name.empty()) return "is empty";
+  if (name == "." || name == "..") return "is '" + name + "'";
+  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos) return "contains a path separator";
+  if (name.find('\0') != std::string::npos) return "contains a NUL byte";
+  return "";
+}
+
 void ValidateConfig(Diag* d, Config* c) {
   LoadingParams& lp = c->loading;
+  for (const auto& ds : lp.datasets) {
+    for (const auto& sp : ds.splits) {
+      if (std::string why = UnsafeComponent(sp.first); !why.empty()) {
+        d->Error(ds.loc, "split name '" + sp.first + "' " + why + " (split names become folders of output_dir)");
+      }
+    }
+  }
+  if (std::string why = UnsafeComponent(c->execution.job_name); !why.empty()) {
+    d->Error(Loc{d->file(), 1, 1}, "execution_params.job_name '" + c->execution.job_name + "' " + why +
+                                       " (it names files in report_dir)");
+  }
   if (lp.datasets.empty()) {
     d->Error(Loc{d->file(), 1, 1}, "No datasets provided in config.loading_params.datasets");
   }

@@ -144,7 +144,10 @@ YAML::Node MapReader::Get(const char* key) {
   consumed_.insert(key);
   if (!map_.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
   const YAML::Node& m = map_;
-  return m[key];
+  YAML::Node n = m[key];
+  // A missing key gives yaml-cpp's "zombie" node, on which IsMap() & co. throw: hand out a plain undefined one.
+  if (!n.IsDefined()) return YAML::Node(YAML::NodeType::Undefined);
+  return n;
 }
 
 Loc MapReader::LocOf(const char* key) const {

@@ -3,11 +3,13 @@
 #include <arrow/api.h>
 #include <arrow/io/file.h>
 #include <arrow/ipc/reader.h>
+#include <arrow/util/byte_size.h>
 #include <arrow/util/float16.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/file_reader.h>
 #include <parquet/properties.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -461,10 +463,39 @@ struct ArrowRowSource::Impl {
   uint64_t next_index = 0;  // part index of the first row of the next batch the reader returns
   std::unique_ptr<parquet::arrow::FileReader> pq;
   std::shared_ptr<arrow::RecordBatchReader> reader;
-  std::vector<Value> rows;  // the current batch's rows
+  std::vector<Value> rows;  // decoded rows of the current chunk
   size_t pos = 0;
   uint64_t rows_first = 0;  // part index of rows[0]
   bool done = false;
+  // The record batch being decoded, chunk by chunk (a writer may have made batches of 100k+ rows: decoding one
+  // whole would hold all its rows as Values at once).
+  std::shared_ptr<arrow::RecordBatch> batch;
+  int64_t batch_pos = 0;
+  uint64_t batch_first = 0;  // part index of batch row 0
+  static constexpr int64_t kChunkRows = 1024;
+  int64_t chunk_rows = kChunkRows;
+
+  // Decodes the next chunk of `batch` into rows; false when the batch is used up.
+  Result<bool> DecodeChunk() {
+    if (!batch || batch_pos >= batch->num_rows()) {
+      batch.reset();
+      return false;
+    }
+    if (batch_pos == 0) {  // rows per chunk: at most 1024, fewer for big rows (about 16 MiB of Arrow data)
+      int64_t bytes = 0;  // (of the whole buffers a sliced batch shares: an overestimate, which is safe)
+      for (int c = 0; c < batch->num_columns(); ++c) bytes += arrow::util::TotalBufferSize(*batch->column(c));
+      int64_t per_row = std::max<int64_t>(1, bytes / std::max<int64_t>(1, batch->num_rows()));
+      chunk_rows = std::clamp<int64_t>((16 << 20) / per_row, 1, kChunkRows);
+    }
+    int64_t take = std::min<int64_t>(chunk_rows, batch->num_rows() - batch_pos);
+    auto slice = (batch_pos == 0 && take == batch->num_rows()) ? batch : batch->Slice(batch_pos, take);
+    Status cs = BatchToRows(*slice, &rows);
+    if (!cs.ok()) return Fail(cs);
+    pos = 0;
+    rows_first = batch_first + static_cast<uint64_t>(batch_pos);
+    batch_pos += take;
+    return true;
+  }
 
   Status Fail(const arrow::Status& st) const {
     return Status::Corruption(part.files[file_index] + ": " + ArrowMessage(st));
@@ -530,10 +561,10 @@ struct ArrowRowSource::Impl {
         }
         MMIRAGE_TRY(OpenFile());
       }
-      std::shared_ptr<arrow::RecordBatch> batch;
-      arrow::Status st = reader->ReadNext(&batch);
+      std::shared_ptr<arrow::RecordBatch> next;
+      arrow::Status st = reader->ReadNext(&next);
       if (!st.ok()) return Fail(st);
-      if (batch == nullptr) {  // end of this file
+      if (next == nullptr) {  // end of this file
         if (part.format == DataFormat::kParquet) {
           auto md = pq->parquet_reader()->metadata();
           next_index = file_start + static_cast<uint64_t>(md->num_rows());
@@ -545,18 +576,16 @@ struct ArrowRowSource::Impl {
         ++file_index;
         continue;
       }
-      uint64_t first = next_index, n = static_cast<uint64_t>(batch->num_rows());
+      uint64_t first = next_index, n = static_cast<uint64_t>(next->num_rows());
       next_index += n;
       if (first + n <= begin) continue;  // wholly before the range: not decoded
       uint64_t skip = begin > first ? begin - first : 0;
       uint64_t take = std::min(first + n, end) - (first + skip);
-      std::shared_ptr<arrow::RecordBatch> slice = (skip == 0 && take == n) ? batch : batch->Slice(
-          static_cast<int64_t>(skip), static_cast<int64_t>(take));
-      Status cs = BatchToRows(*slice, &rows);
-      if (!cs.ok()) return Fail(cs);
-      pos = 0;
-      rows_first = first + skip;
-      if (!rows.empty()) return true;
+      batch = (skip == 0 && take == n) ? next : next->Slice(static_cast<int64_t>(skip), static_cast<int64_t>(take));
+      batch_pos = 0;
+      batch_first = first + skip;
+      MMIRAGE_ASSIGN_OR_RETURN(bool got, DecodeChunk());
+      if (got && !rows.empty()) return true;
     }
     return false;
   }
@@ -572,7 +601,9 @@ ArrowRowSource::~ArrowRowSource() = default;
 
 Result<bool> ArrowRowSource::Next(Value* row, size_t* file_index, uint64_t* row_in_file, uint64_t* index) {
   Impl& m = *impl_;
-  if (m.pos >= m.rows.size()) {
+  while (m.pos >= m.rows.size()) {
+    MMIRAGE_ASSIGN_OR_RETURN(bool chunk, m.DecodeChunk());
+    if (chunk) continue;
     MMIRAGE_ASSIGN_OR_RETURN(bool more, m.LoadBatch());
     if (!more) return false;
   }

@@ -3,6 +3,7 @@
 #include <arrow/api.h>
 #include <arrow/io/interfaces.h>
 #include <arrow/ipc/writer.h>
+#include <arrow/util/byte_size.h>
 #include <arrow/util/key_value_metadata.h>
 #include <parquet/arrow/writer.h>
 #include <parquet/properties.h>
@@ -19,6 +20,29 @@ namespace mmirage {
 namespace {
 
 constexpr int64_t kBatchRows = 1000;  // HF's default writer_batch_size
+constexpr int64_t kBatchBytes = 32 << 20;  // ... or fewer rows when they are big (images)
+
+}  // namespace
+
+int64_t ApproxBytes(const Value& v) {
+  switch (v.type()) {
+    case Value::Type::kString: return static_cast<int64_t>(v.as_string().size());
+    case Value::Type::kBytes: return static_cast<int64_t>(v.as_bytes().size());
+    case Value::Type::kArray: {
+      int64_t n = 8;
+      for (const auto& e : v.as_array()) n += ApproxBytes(e);
+      return n;
+    }
+    case Value::Type::kObject: {
+      int64_t n = 8;
+      for (const auto& m : v.as_object()) n += ApproxBytes(m.second);
+      return n;
+    }
+    default: return 8;
+  }
+}
+
+namespace {
 
 // ---- type inference ---------------------------------------------------------------------------------------------
 
@@ -426,7 +450,8 @@ Result<int64_t> WriteArrowOutput(Env* env, RowSource* rows, const std::string& d
   arrow::Status st = arrow::MakeBuilder(arrow::default_memory_pool(), type, &builder);
   if (!st.ok()) return FromArrow(st, path);
   auto* sb = static_cast<arrow::StructBuilder*>(builder.get());
-  int64_t in_batch = 0, written = 0;
+  int64_t in_batch = 0, written = 0, row_group_bytes = 0, batch_bytes = 0;
+  constexpr int64_t kRowGroupBytes = 64 << 20;
   auto flush = [&]() -> arrow::Status {
     std::shared_ptr<arrow::Array> arr;
     ARROW_RETURN_NOT_OK(sb->Finish(&arr));
@@ -436,6 +461,13 @@ Result<int64_t> WriteArrowOutput(Env* env, RowSource* rows, const std::string& d
     auto batch = arrow::RecordBatch::Make(schema, s.length(), cols);
     in_batch = 0;
     if (ipc) return ipc->WriteRecordBatch(*batch);
+    // A row group is buffered until it closes: close it at 64 MiB of Arrow data (images) or 100k rows.
+    int64_t bytes = arrow::util::TotalBufferSize(*arr);
+    if (row_group_bytes > 0 && row_group_bytes + bytes > kRowGroupBytes) {
+      ARROW_RETURN_NOT_OK(pq->NewBufferedRowGroup());
+      row_group_bytes = 0;
+    }
+    row_group_bytes += bytes;
     return pq->WriteRecordBatch(*batch);
   };
   MMIRAGE_TRY(rows->Open());
@@ -446,7 +478,9 @@ Result<int64_t> WriteArrowOutput(Env* env, RowSource* rows, const std::string& d
     st = Append(sb, root, &row);
     if (!st.ok()) return FromArrow(st, path);
     ++written;
-    if (++in_batch == kBatchRows) {
+    batch_bytes += ApproxBytes(row);
+    if (++in_batch == kBatchRows || batch_bytes >= kBatchBytes) {
+      batch_bytes = 0;
       st = flush();
       if (!st.ok()) return FromArrow(st, path);
     }

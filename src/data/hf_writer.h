@@ -59,6 +59,9 @@ Result<int64_t> WriteArrowOutput(Env* env, RowSource* rows, const std::string& d
 Status WriteHfDatasetFiles(Env* env, const std::string& dir, const std::vector<std::string>& files,
                            const Value& features);
 
+// Rough size in bytes of a value's data (strings and bytes dominate), for byte-bounded batches.
+int64_t ApproxBytes(const Value& v);
+
 // The features of an HF Dataset directory (from dataset_info.json), or kNotFound.
 Result<Value> ReadHfFeatures(Env* env, const std::string& dir);
 

@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <unordered_map>
 
 namespace mmirage {
 namespace {
@@ -37,20 +38,32 @@ void FromDom(simdjson::dom::element e, Value* out) {
       simdjson::dom::object o = e.get_object().value_unsafe();
       *out = Value(Value::Object{});
       Value::Object& obj = out->mutable_object();
-      obj.reserve(o.size());
+      obj.reserve(o.size());  // no reallocation below: `index` points into the members' keys
+      // JSON allows duplicate keys; like Python's json, the last one wins (at the first one's position). Small
+      // objects are searched linearly; wide ones (a 300k-key row) through a hash index, so parsing stays linear.
+      constexpr size_t kIndexFrom = 32;
+      std::unordered_map<std::string_view, size_t> index;
       for (auto field : o) {
         std::string_view k = field.key;
-        // JSON allows duplicate keys; like Python's json, the last one wins (at the first one's position).
         Value* slot = nullptr;
-        for (auto& m : obj) {
-          if (m.first.size() == k.size() && m.first == k) {
-            slot = &m.second;
-            break;
+        if (obj.size() < kIndexFrom) {
+          for (auto& m : obj) {
+            if (m.first.size() == k.size() && m.first == k) {
+              slot = &m.second;
+              break;
+            }
           }
+        } else {
+          if (index.empty()) {
+            for (size_t i = 0; i < obj.size(); ++i) index.emplace(obj[i].first, i);
+          }
+          auto it = index.find(k);
+          if (it != index.end()) slot = &obj[it->second].second;
         }
         if (slot == nullptr) {
           obj.emplace_back(std::piecewise_construct, std::forward_as_tuple(k), std::forward_as_tuple());
           slot = &obj.back().second;
+          if (!index.empty()) index.emplace(obj.back().first, obj.size() - 1);
         }
         FromDom(field.value, slot);
       }
@@ -109,7 +122,7 @@ Result<Value> ParseJson(std::string_view text) {
   if (buf.size() < text.size() || buf.size() > text.size() + (1 << 20)) {
     buf = simdjson::padded_string(text.size());
   }
-  std::memcpy(buf.data(), text.data(), text.size());
+  if (!text.empty()) std::memcpy(buf.data(), text.data(), text.size());  // memcpy(_, nullptr, 0) is UB
   simdjson::dom::element root;
   auto err = parser.parse(buf.data(), text.size(), false).get(root);
   if (err) return Status::Corruption(std::string("invalid JSON: ") + simdjson::error_message(err));

@@ -1,6 +1,7 @@
 #include "data/value.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace mmirage {
 
@@ -27,6 +28,31 @@ void Value::MoveFrom(Value&& o) noexcept {
   o.Destroy();
 }
 
+void Value::DetachNested() noexcept {
+  // Move every uniquely-owned non-empty child container into `pending`, then free them one by one: each is freed
+  // after its own children were moved out, so no destructor recurses more than one level.
+  std::vector<Value> pending;
+  auto steal = [&pending](Value& v) {
+    auto take = [&pending](Value& c) {
+      if ((c.type_ == Type::kArray && c.a_.use_count() == 1 && !c.a_->empty()) ||
+          (c.type_ == Type::kObject && c.o_.use_count() == 1 && !c.o_->empty())) {
+        pending.push_back(std::move(c));
+      }
+    };
+    if (v.type_ == Type::kArray) {
+      for (Value& c : *v.a_) take(c);
+    } else if (v.type_ == Type::kObject) {
+      for (auto& m : *v.o_) take(m.second);
+    }
+  };
+  steal(*this);
+  while (!pending.empty()) {
+    Value v = std::move(pending.back());
+    pending.pop_back();
+    steal(v);
+  }
+}
+
 Value::Array& Value::mutable_array() {
   if (a_.use_count() > 1) a_ = std::make_shared<Array>(*a_);
   return *a_;
@@ -43,6 +69,23 @@ const Value* Value::Find(std::string_view key) const {
     if (m.first == key) return &m.second;
   }
   return nullptr;
+}
+
+Value Value::ObjectFromMembers(Object members) {
+  std::unordered_map<std::string_view, size_t> first;
+  first.reserve(members.size());
+  Object out;
+  out.reserve(members.size());
+  for (auto& m : members) {
+    auto it = first.find(m.first);
+    if (it != first.end()) {
+      out[it->second].second = std::move(m.second);
+    } else {
+      out.push_back(std::move(m));
+      first.emplace(out.back().first, out.size() - 1);  // `out` never reallocates (reserved above)
+    }
+  }
+  return Value(std::move(out));
 }
 
 void Value::Set(std::string_view key, Value v) {
@@ -81,6 +124,16 @@ bool Value::operator==(const Value& other) const {
     case Type::kObject: {
       if (o_ == other.o_) return true;
       if (o_->size() != other.o_->size()) return false;
+      if (o_->size() > 32) {  // wide objects: one hash index instead of a linear Find per member
+        std::unordered_map<std::string_view, const Value*> index;
+        index.reserve(other.o_->size());
+        for (const auto& m : *other.o_) index.emplace(m.first, &m.second);
+        for (const auto& m : *o_) {
+          auto it = index.find(m.first);
+          if (it == index.end() || !(*it->second == m.second)) return false;
+        }
+        return true;
+      }
       for (const auto& m : *o_) {
         const Value* v = other.Find(m.first);
         if (v == nullptr || !(*v == m.second)) return false;

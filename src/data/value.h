@@ -89,7 +89,11 @@ class Value {
 
   // Object member lookup (linear; rows are small). nullptr when absent or not an object.
   const Value* Find(std::string_view key) const;
-  // Object insert-or-replace, keeping the position of an existing key. REQUIRES: is_object().
+  // An object from `members` in order, in linear time: a repeated key keeps its first position and takes the
+  // last value (as Python's dict and json do).
+  static Value ObjectFromMembers(Object members);
+  // Object insert-or-replace, keeping the position of an existing key (linear in the object's size: build wide
+  // objects with ObjectFromMembers). REQUIRES: is_object().
   void Set(std::string_view key, Value v);
   // Array append. REQUIRES: is_array().
   void Push(Value v) { mutable_array().push_back(std::move(v)); }
@@ -107,12 +111,21 @@ class Value {
   // One active member, chosen by type_ (40 bytes in all; copying shares arrays and objects).
   void CopyFrom(const Value& o);
   void MoveFrom(Value&& o) noexcept;
+  // Called when this is the last owner of its array/object: frees nested containers iteratively, so that a value
+  // nested far deeper than the stack allows (built by a template loop, say) never overflows it when freed.
+  void DetachNested() noexcept;
   void Destroy() {
     switch (type_) {
       case Type::kString:
       case Type::kBytes: s_.~basic_string(); break;
-      case Type::kArray: a_.~shared_ptr(); break;
-      case Type::kObject: o_.~shared_ptr(); break;
+      case Type::kArray:
+        if (a_.use_count() == 1) DetachNested();
+        a_.~shared_ptr();
+        break;
+      case Type::kObject:
+        if (o_.use_count() == 1) DetachNested();
+        o_.~shared_ptr();
+        break;
       default: break;
     }
     type_ = Type::kNull;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/value.h"
@@ -36,8 +37,28 @@ struct SamplingParams {
   bool ignore_eos = false;
 };
 
+// The text that stands for one image in a Request's prompt. The prompt holds exactly one marker per image, in
+// the order of Request::images; the engine puts each image there (media tokens for the embedded engine, an
+// `image_url` content part for OpenAI-compatible endpoints).
+inline constexpr char kImageMarker[] = "<__mmirage_image__>";
+
+// One image of a request: a local file, the bytes of an image file (PNG, JPEG, ...), or an http(s) URL.
+struct ImageInput {
+  enum class Kind { kFile, kBytes, kUrl };
+  Kind kind = Kind::kFile;
+  std::string source;  // kFile: the absolute path; kUrl: the URL; kBytes: a description for errors
+  std::string bytes;   // kBytes: the encoded image file
+};
+
+// Counts kImageMarker occurrences in `text`.
+size_t CountImageMarkers(const std::string& text);
+// MIME type of an encoded image from its first bytes ("image/png", "image/jpeg", "image/gif", "image/webp",
+// "image/bmp"), or "" when the bytes are none of these.
+std::string SniffImageMime(std::string_view bytes);
+
 struct Request {
   std::string prompt;                // the user message (chat) or the raw text (raw_prompt = true)
+  std::vector<ImageInput> images;    // one per kImageMarker in prompt, in order
   bool raw_prompt = false;           // true: no chat template is applied
   Value chat_template_kwargs;        // object or null, e.g. {"enable_thinking": false}
   SamplingParams sampling;
@@ -81,6 +102,9 @@ struct EngineCounters {
   int64_t prompt_tokens_reused = 0;     // prompt tokens served from a shared prefix
   int64_t tokens_generated = 0;
   int64_t decode_calls = 0;
+  int64_t images_encoded = 0;           // images run through the vision encoder
+  int64_t images_reused = 0;            // images whose encoding was served from the encode cache
+  int64_t image_tokens = 0;             // image tokens decoded into sequences (also in prompt_tokens_evaluated)
 };
 
 }  // namespace mmirage::engine

@@ -24,6 +24,8 @@
 #include "json-schema-to-grammar.h"
 #include "llama.h"
 #include "log.h"
+#include "mtmd-helper.h"
+#include "mtmd.h"
 #include "sampling.h"
 #include "util/dl.h"
 #include "util/env.h"
@@ -40,6 +42,10 @@ void LlamaLogToOurs(ggml_log_level level, const char* text, void* /*user_data*/)
   // With a unified KV cache llama.cpp compares the whole context with the training context; our limit is per
   // sequence (n_ctx_seq, capped at the training context), so this warning does not apply.
   if (line.find("possible training context overflow") != std::string::npos) level = GGML_LOG_LEVEL_DEBUG;
+  // A corrupt image makes libmtmd try audio and then ffprobe (video) before giving up; the request's own error
+  // says what went wrong, so these attempts are debug output.
+  if (line.find("ffprobe") != std::string::npos || line.find("failed to decode buffer") != std::string::npos)
+    level = GGML_LOG_LEVEL_DEBUG;
   LogLevel ours = level == GGML_LOG_LEVEL_ERROR  ? LogLevel::kError
                   : level == GGML_LOG_LEVEL_WARN ? LogLevel::kWarning
                                                  : LogLevel::kDebug;
@@ -50,6 +56,7 @@ void InitBackendOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
     llama_log_set(LlamaLogToOurs, nullptr);
+    mtmd_helper_log_set(LlamaLogToOurs, nullptr);  // libmtmd's and clip's logger too
     common_log_set_verbosity_thold(LOG_LEVEL_ERROR);  // common's own logger: errors only
 #ifdef MMIRAGE_LLAMA_DYNAMIC_BACKENDS
     // llama.cpp's shared build: the backends (one libggml-cpu-<family>.so per CPU family; the best one for this
@@ -107,6 +114,26 @@ struct ModelDeleter {
 struct ContextDeleter {
   void operator()(llama_context* c) const { llama_free(c); }
 };
+struct MtmdDeleter {
+  void operator()(mtmd_context* c) const { mtmd_free(c); }
+};
+struct BitmapDeleter {
+  void operator()(mtmd_bitmap* b) const { mtmd_bitmap_free(b); }
+};
+struct ChunksDeleter {
+  void operator()(mtmd_input_chunks* c) const { mtmd_input_chunks_free(c); }
+};
+
+// Pseudo token for entry `k` of an image with id `id` (see ImageSegment): negative, so never a real token.
+llama_token ImagePseudoToken(uint64_t id_hash, int k) {
+  return -1 - static_cast<llama_token>((id_hash + static_cast<uint64_t>(k) * 0x9E3779B97F4A7C15ull) & 0x3FFFFFFF);
+}
+
+uint64_t HashId(const std::string& id) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : id) h = (h ^ c) * 0x100000001B3ull;
+  return h;
+}
 
 // A persistent CPU threadpool (ggml's own, found through the CPU backend's registry so that it works with both the
 // static and the shared llama.cpp build). Freed after the context that uses it.
@@ -146,11 +173,14 @@ class CpuThreadpool {
 class LlamaEngine final : public Engine {
  public:
   LlamaEngine(CpuThreadpool threadpool, std::unique_ptr<llama_model, ModelDeleter> model,
-              std::unique_ptr<llama_context, ContextDeleter> ctx, common_chat_templates_ptr templates,
-              const LlamaEngineOptions& options, const LoopOptions& loop_options, double load_seconds, int n_gpus)
+              std::unique_ptr<llama_context, ContextDeleter> ctx, std::unique_ptr<mtmd_context, MtmdDeleter> mctx,
+              common_chat_templates_ptr templates, const LlamaEngineOptions& options, const LoopOptions& loop_options,
+              double load_seconds, int n_gpus)
       : threadpool_(std::move(threadpool)),
         model_(std::move(model)),
         ctx_(std::move(ctx)),
+        mctx_(std::move(mctx)),
+        env_(options.env != nullptr ? options.env : Env::Default()),
         templates_(std::move(templates)),
         vocab_(llama_model_get_vocab(model_.get())),
         seed_(options.seed),
@@ -161,7 +191,7 @@ class LlamaEngine final : public Engine {
     for (llama_token t = 0; t < n_vocab; ++t) {
       if (llama_vocab_is_eog(vocab_, t)) eog_bias_.push_back({t, -INFINITY});
     }
-    loop_ = std::make_unique<DecodeLoop>(model_.get(), ctx_.get(), loop_options);
+    loop_ = std::make_unique<DecodeLoop>(model_.get(), ctx_.get(), mctx_.get(), loop_options);
   }
   ~LlamaEngine() override { Shutdown(); }
 
@@ -187,12 +217,16 @@ class LlamaEngine final : public Engine {
   // Template, tokens and sampler of `request`; a non-OK status is the request's error.
   Status Prepare(const Request& request, PreparedRequest* out);
   Result<std::string> FormatPrompt(const Request& request) const;
+  // Tokens and image segments of `text` (the formatted prompt, one kImageMarker per image).
+  Status TokenizeWithImages(const Request& request, const std::string& text, PreparedRequest* out);
   Status MakeSampler(const Request& request, uint64_t seed, PreparedRequest* out);
 
   // Declaration order is destruction order in reverse: the loop goes first, the model last.
   CpuThreadpool threadpool_;  // destroyed after ctx_
   std::unique_ptr<llama_model, ModelDeleter> model_;
   std::unique_ptr<llama_context, ContextDeleter> ctx_;
+  std::unique_ptr<mtmd_context, MtmdDeleter> mctx_;  // null without a projector
+  Env* env_;
   common_chat_templates_ptr templates_;
   const llama_vocab* vocab_;
   std::vector<llama_logit_bias> eog_bias_;  // -inf on every end-of-generation token (ignore_eos)
@@ -210,12 +244,101 @@ Status LlamaEngine::Prepare(const Request& request, PreparedRequest* out) {
   if (!text.ok()) return text.status();
   // add_special: BOS when the model wants one (common_chat strips the template's own BOS then);
   // parse_special: the template's control tokens are tokens, not text.
-  out->prompt = common_tokenize(vocab_, *text, /*add_special=*/true, /*parse_special=*/true);
+  if (!request.images.empty()) {
+    MMIRAGE_TRY(TokenizeWithImages(request, *text, out));
+  } else {
+    out->prompt = common_tokenize(vocab_, *text, /*add_special=*/true, /*parse_special=*/true);
+  }
   out->stop = request.sampling.stop;
   out->max_new_tokens = request.sampling.max_new_tokens;
   out->ignore_eos = request.sampling.ignore_eos;
   // Seed: the request's, else the engine's plus the submission index (deterministic for a given order).
   return MakeSampler(request, request.sampling.seed.value_or(seed_ + index), out);
+}
+
+Status LlamaEngine::TokenizeWithImages(const Request& request, const std::string& text, PreparedRequest* out) {
+  const size_t n_images = request.images.size();
+  if (!mctx_) {
+    return Status::InvalidArgument("the request has " + std::to_string(n_images) +
+                                   " image(s) but the model has no vision projector (set server_args.mmproj_path)");
+  }
+  const size_t n_markers = CountImageMarkers(text);
+  if (n_markers != n_images) {
+    return Status::InvalidArgument("the prompt has " + std::to_string(n_markers) + " image marker(s) for " +
+                                   std::to_string(n_images) + " image(s)");
+  }
+  std::vector<std::unique_ptr<mtmd_bitmap, BitmapDeleter>> bitmaps;
+  std::vector<const mtmd_bitmap*> bitmap_ptrs;
+  for (const ImageInput& im : request.images) {
+    std::string file_bytes;
+    const std::string* bytes = &im.bytes;
+    const std::string what = im.kind == ImageInput::Kind::kBytes ? im.source : "'" + im.source + "'";
+    if (im.kind == ImageInput::Kind::kUrl) {
+      return Status::InvalidArgument("image " + what +
+                                     ": the embedded engine does not fetch http(s) images (download them first, or "
+                                     "use an OpenAI-compatible backend)");
+    }
+    if (im.kind == ImageInput::Kind::kFile) {
+      Result<std::string> r = env_->ReadFileToString(im.source);
+      if (!r.ok()) return Status::InvalidArgument("image " + what + ": " + r.status().message());
+      file_bytes = std::move(*r);
+      bytes = &file_bytes;
+    }
+    if (bytes->empty()) return Status::InvalidArgument("image " + what + " is empty");
+    // Only formats stb_image decodes in-process: anything else would make libmtmd try audio and ffmpeg.
+    const std::string mime = SniffImageMime(*bytes);
+    if (mime.empty() || mime == "image/webp") {
+      return Status::InvalidArgument("image " + what + " cannot be decoded (" +
+                                     (mime.empty() ? std::string("not a known image format")
+                                                   : std::string("WebP is not supported by the embedded engine")) +
+                                     ", " + std::to_string(bytes->size()) + " bytes; PNG, JPEG, GIF and BMP are)");
+    }
+    mtmd_helper_bitmap_wrapper w =
+        mtmd_helper_bitmap_init_from_buf(mctx_.get(), reinterpret_cast<const unsigned char*>(bytes->data()),
+                                         bytes->size(), /*placeholder=*/false, mtmd_helper_init_opt_default());
+    if (w.video_ctx != nullptr) mtmd_helper_video_free(w.video_ctx);
+    std::unique_ptr<mtmd_bitmap, BitmapDeleter> bitmap(w.bitmap);
+    if (!bitmap || w.video_ctx != nullptr) {
+      return Status::InvalidArgument("image " + what + " cannot be decoded (" + mime + " data is corrupt, " +
+                                     std::to_string(bytes->size()) + " bytes)");
+    }
+    if (mtmd_bitmap_is_audio(bitmap.get())) return Status::InvalidArgument("image " + what + " is audio, not an image");
+    bitmap_ptrs.push_back(bitmap.get());
+    bitmaps.push_back(std::move(bitmap));
+  }
+  std::unique_ptr<mtmd_input_chunks, ChunksDeleter> chunks(mtmd_input_chunks_init());
+  mtmd_input_text input{text.c_str(), text.size(), /*add_special=*/true, /*parse_special=*/true};
+  const int32_t ret = mtmd_tokenize(mctx_.get(), chunks.get(), &input, bitmap_ptrs.data(), bitmap_ptrs.size());
+  if (ret == 1) return Status::InvalidArgument("the prompt's image markers do not match its images");
+  if (ret != 0) return Status::InvalidArgument("an image could not be preprocessed for the vision encoder");
+  out->prompt.clear();
+  for (size_t i = 0; i < mtmd_input_chunks_size(chunks.get()); ++i) {
+    const mtmd_input_chunk* chunk = mtmd_input_chunks_get(chunks.get(), i);
+    const mtmd_input_chunk_type type = mtmd_input_chunk_get_type(chunk);
+    if (type == MTMD_INPUT_CHUNK_TYPE_TEXT) {
+      size_t n = 0;
+      const llama_token* tokens = mtmd_input_chunk_get_tokens_text(chunk, &n);
+      out->prompt.insert(out->prompt.end(), tokens, tokens + n);
+      continue;
+    }
+    if (type != MTMD_INPUT_CHUNK_TYPE_IMAGE) return Status::InvalidArgument("only image media are supported");
+    ImageSegment seg;
+    seg.start = static_cast<int>(out->prompt.size());
+    seg.n_tokens = static_cast<int>(mtmd_input_chunk_get_n_tokens(chunk));
+    seg.n_pos = static_cast<int>(mtmd_input_chunk_get_n_pos(chunk));
+    const char* id = mtmd_input_chunk_get_id(chunk);
+    seg.id = id != nullptr ? id : "";
+    seg.chunk.reset(mtmd_input_chunk_copy(chunk));
+    if (!seg.chunk || seg.n_tokens <= 0) return Status::Internal("libmtmd returned an empty image chunk");
+    const uint64_t h = HashId(seg.id.empty() ? std::to_string(i) : seg.id);
+    for (int k = 0; k < seg.n_tokens; ++k) out->prompt.push_back(ImagePseudoToken(h, k));
+    out->images.push_back(std::move(seg));
+  }
+  if (!out->images.empty() &&
+      out->images.back().start + out->images.back().n_tokens == static_cast<int>(out->prompt.size())) {
+    return Status::InvalidArgument("the prompt ends with an image; text must follow it");
+  }
+  return Status::OK();
 }
 
 Result<std::string> LlamaEngine::FormatPrompt(const Request& request) const {
@@ -303,6 +426,7 @@ struct Loaded {
   CpuThreadpool threadpool;  // outlives ctx (members are destroyed in reverse order)
   std::unique_ptr<llama_model, ModelDeleter> model;
   std::unique_ptr<llama_context, ContextDeleter> ctx;
+  std::unique_ptr<mtmd_context, MtmdDeleter> mctx;
   common_chat_templates_ptr templates;
   LoopOptions loop;
   int n_gpus = 0;
@@ -342,6 +466,7 @@ Status CreateContext(const LlamaEngineOptions& o, Loaded* out) {
   loop.prefix_reuse = o.prefix_reuse;
   loop.min_prefix_tokens = o.min_prefix_tokens;
   loop.batch_barrier = o.batch_barrier;
+  loop.image_cache_bytes = o.image_cache_bytes;
 
   const int n_threads = o.n_threads > 0 ? o.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   llama_context_params cp = llama_context_default_params();
@@ -363,6 +488,28 @@ Status CreateContext(const LlamaEngineOptions& o, Loaded* out) {
   }
   out->threadpool.Create(n_threads);
   if (out->threadpool.get() != nullptr) llama_attach_threadpool(out->ctx.get(), out->threadpool.get(), nullptr);
+  return Status::OK();
+}
+
+Status LoadProjector(const LlamaEngineOptions& o, Env* env, Loaded* out) {
+  if (o.mmproj_path.empty()) return Status::OK();
+  if (!env->FileExists(o.mmproj_path)) return Status::NotFound("mmproj file '" + o.mmproj_path + "' does not exist");
+  Result<llama_flash_attn_type> flash = ParseFlashAttn(o.flash_attn);
+  if (!flash.ok()) return flash.status();
+  mtmd_context_params mp = mtmd_context_params_default();
+  mp.use_gpu = out->n_gpus > 0;
+  mp.print_timings = false;
+  mp.n_threads = o.n_threads > 0 ? o.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  mp.media_marker = kImageMarker;
+  mp.flash_attn_type = *flash;
+  out->mctx.reset(mtmd_init_from_file(o.mmproj_path.c_str(), out->model.get(), mp));
+  if (!out->mctx) {
+    return Status::InvalidArgument("cannot load the vision projector '" + o.mmproj_path +
+                                   "' (not an mmproj GGUF, an unsupported projector, or one made for another model)");
+  }
+  if (!mtmd_support_vision(out->mctx.get())) {
+    return Status::InvalidArgument("the projector '" + o.mmproj_path + "' has no vision encoder");
+  }
   return Status::OK();
 }
 
@@ -393,9 +540,11 @@ Result<std::unique_ptr<Engine>> CreateLlamaEngine(const LlamaEngineOptions& opti
   Loaded loaded;
   MMIRAGE_TRY(LoadModel(options, env, &loaded));
   MMIRAGE_TRY(CreateContext(options, &loaded));
+  MMIRAGE_TRY(LoadProjector(options, env, &loaded));
   MMIRAGE_TRY(LoadTemplates(options, env, &loaded));
   const double load_seconds = static_cast<double>(env->MonotonicMicros() - start_us) / 1e6;
-  return std::unique_ptr<Engine>(new LlamaEngine(std::move(loaded.threadpool), std::move(loaded.model), std::move(loaded.ctx),
+  return std::unique_ptr<Engine>(new LlamaEngine(std::move(loaded.threadpool), std::move(loaded.model),
+                                                 std::move(loaded.ctx), std::move(loaded.mctx),
                                                  std::move(loaded.templates), options, loaded.loop, load_seconds,
                                                  loaded.n_gpus));
 }

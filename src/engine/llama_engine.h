@@ -4,6 +4,13 @@
 // KV cells are shared with new sequences. JSON outputs are constrained by a grammar built from the JSON schema
 // (llama.cpp's converter); chat formatting uses the model's own template (or `chat_template_file`).
 //
+// Images (Request::images, with mmproj_path): each image is decoded and preprocessed by libmtmd in Submit, on
+// the caller's thread, and its kImageMarker in the formatted prompt becomes the image's media tokens; the decode
+// loop encodes it (one image at a time, see llama_loop.h) unless the same pixels were encoded recently (the
+// encode cache, keyed by the SHA-256 of the decoded pixels). Image tokens count as prompt tokens. Request errors
+// (kInvalidArgument): images without a projector, an http(s) URL (the embedded engine does not fetch), an
+// unreadable file, bytes that are not an image, marker and image counts that differ.
+//
 // Errors of one request (prompt longer than the context, a grammar that cannot be built, a decode failure that
 // can be isolated) finish that request with kError; the other requests go on:
 //  - template, tokenization, sampler or schema problems: kInvalidArgument (found in Submit, reported through the
@@ -38,6 +45,8 @@ namespace mmirage::engine {
 struct LlamaEngineOptions {
   std::string model_path;            // GGUF file
   std::string chat_template_file;    // empty: the model's own template
+  std::string mmproj_path;           // vision projector GGUF (libmtmd); empty: text only (images are an error)
+  size_t image_cache_bytes = size_t{256} << 20;  // embeddings of recent images, reused by image hash; 0: off
   int n_parallel = 8;                // parallel sequences (SGLang max_running_requests)
   int n_ctx_seq = 4096;              // context per sequence (SGLang context_length), tokens; total = × n_parallel
   int n_batch = 2048;                // tokens per decode call (SGLang chunked_prefill_size); at least n_parallel
@@ -59,6 +68,8 @@ struct LlamaEngineOptions {
 // Loads the model, creates the context (n_seq_max = n_parallel + 1: the extra sequence holds the shared prefix;
 // n_ctx = n_ctx_seq × n_parallel cells, n_ctx_seq capped at the model's training context) and the chat
 // templates, and starts the engine thread. LoadSeconds() covers all of it.
+// With mmproj_path, also loads the projector (kNotFound when missing, kInvalidArgument when libmtmd cannot load it
+// or it does not fit the model).
 // Errors: kNotFound (no model file, or no chat_template_file), kInvalidArgument ("cannot load model '<path>'
 // (not a GGUF file or unsupported architecture)", a chat template that does not parse, an unknown flash_attn or
 // KV cache type, n_parallel < 1, ...), kInternal (context creation failed, e.g. out of memory).

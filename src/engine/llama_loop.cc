@@ -1,18 +1,24 @@
-#include <cmath>
 #include "engine/llama_loop.h"
+
+#include <cmath>
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "mtmd-helper.h"
+
 namespace mmirage::engine {
 
-DecodeLoop::DecodeLoop(const llama_model* model, llama_context* ctx, const LoopOptions& options)
+DecodeLoop::DecodeLoop(const llama_model* model, llama_context* ctx, mtmd_context* mctx, const LoopOptions& options)
     : vocab_(llama_model_get_vocab(model)),
       ctx_(ctx),
       mem_(llama_get_memory(ctx)),
+      mctx_(mctx),
+      n_embd_inp_(llama_model_n_embd_inp(model)),
       options_(options),
+      image_cache_(options.image_cache_bytes),
       batch_(llama_batch_init(options.n_batch, 0, 1)) {
   slots_.reserve(static_cast<size_t>(options_.n_parallel));
   for (int i = 0; i < options_.n_parallel; ++i) slots_.emplace_back(i);
@@ -53,12 +59,16 @@ EngineCounters DecodeLoop::counters() const {
   c.prompt_tokens_reused = prompt_tokens_reused_.load();
   c.tokens_generated = tokens_generated_.load();
   c.decode_calls = decode_calls_.load();
+  c.images_encoded = images_encoded_.load();
+  c.images_reused = images_reused_.load();
+  c.image_tokens = image_tokens_.load();
   return c;
 }
 
 void DecodeLoop::Run() {
   while (WaitForWork()) {
     Admit();
+    EvalOneImage();
     BuildBatch();
     if (!entries_.empty()) DecodeBatch();
   }
@@ -136,7 +146,13 @@ void DecodeLoop::StartRequest(int slot_index, std::unique_ptr<PreparedRequest> r
   Slot& slot = slots_[static_cast<size_t>(slot_index)];
   slot.Start(std::move(request));
   if (!prefix_) return;
-  SharedPrefix::Match match = prefix_->OnPrompt(slot.prompt(), HasWaiters());
+  // Only the text before the first image may be shared (the prefix sequence is evaluated from tokens alone).
+  const int n_text = slot.text_prefix_len();
+  SharedPrefix::Match match =
+      n_text == static_cast<int>(slot.prompt().size())
+          ? prefix_->OnPrompt(slot.prompt(), HasWaiters())
+          : prefix_->OnPrompt(std::vector<llama_token>(slot.prompt().begin(), slot.prompt().begin() + n_text),
+                              HasWaiters());
   if (match.defined) OnPrefixDefined(slot);
   if (match.n_tokens > 0) slot.WaitForPrefix(match.n_tokens);
 }
@@ -191,7 +207,7 @@ void DecodeLoop::BuildBatch() {
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
     if (s.state() != SlotState::kGenerate) continue;
-    entries_.push_back({s.next_token(), s.n_past(), static_cast<int>(i), true, false, 0});
+    entries_.push_back({s.next_token(), s.pos(), static_cast<int>(i), true, false, 0});
     s.Advance(1);
     --budget;
   }
@@ -210,15 +226,73 @@ void DecodeLoop::BuildBatch() {
     if (s.state() != SlotState::kPrefill) continue;
     const int n_prompt = static_cast<int>(s.prompt().size());
     const int from = s.n_past();
-    int n = std::min(budget, n_prompt - from);
+    const llama_pos pos0 = s.pos();
+    int n = std::min(budget, s.text_end() - from);  // text up to the next image (evaluated by EvalOneImage)
+    if (n <= 0) continue;
     for (int k = 0; k < n; ++k) {
-      int pos = from + k;
-      entries_.push_back({s.prompt()[static_cast<size_t>(pos)], pos, static_cast<int>(i), pos == n_prompt - 1,
+      const int idx = from + k;
+      entries_.push_back({s.prompt()[static_cast<size_t>(idx)], pos0 + k, static_cast<int>(i), idx == n_prompt - 1,
                           true, 0});
     }
     s.Advance(n);
     budget -= n;
   }
+}
+
+void DecodeLoop::EvalOneImage() {
+  if (mctx_ == nullptr) return;
+  const size_t n = slots_.size();
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = (image_rr_ + k) % n;
+    Slot& s = slots_[i];
+    if (s.state() != SlotState::kPrefill) continue;
+    const ImageSegment* image = s.image_at_next();
+    if (image == nullptr) continue;
+    image_rr_ = i + 1;
+    Status st = EvalImage(s, *image);
+    if (!st.ok()) FinishSlot(s, FinishReason::kError, std::move(st));
+    return;  // one image per iteration: the other sequences' tokens go next
+  }
+}
+
+Status DecodeLoop::EvalImage(Slot& slot, const ImageSegment& image) {
+  const float* embd = nullptr;
+  if (const std::vector<float>* hit = image_cache_.Find(image.id)) {
+    embd = hit->data();
+    ++images_reused_;
+  } else {
+    if (mtmd_encode_chunk(mctx_, image.chunk.get()) != 0) {
+      return Status::InvalidArgument("the vision encoder failed on an image (" + std::to_string(image.n_tokens) +
+                                     " tokens)");
+    }
+    ++images_encoded_;
+    embd = mtmd_get_output_embd(mctx_);
+    const size_t n_floats = static_cast<size_t>(image.n_tokens) * static_cast<size_t>(n_embd_inp_);
+    if (const std::vector<float>* kept = image_cache_.Insert(image.id, embd, n_floats)) embd = kept->data();
+  }
+  const llama_pos pos0 = slot.pos();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    llama_pos new_pos = 0;
+    const int ret = mtmd_helper_decode_image_chunk(mctx_, ctx_, image.chunk.get(), const_cast<float*>(embd), pos0,
+                                                   slot.seq_id(), options_.n_batch, &new_pos, nullptr, nullptr);
+    ++decode_calls_;
+    if (ret == 0) {
+      slot.AdvanceImage();
+      prompt_tokens_evaluated_ += image.n_tokens;
+      image_tokens_ += image.n_tokens;
+      return Status::OK();
+    }
+    // A part may be in the cache: remove it before trying again or giving up.
+    llama_memory_seq_rm(mem_, slot.seq_id(), pos0, -1);
+    if (prefix_ && prefix_->has_cells()) {
+      DropPrefix();  // the prefix's own cells may be what the image needs
+      continue;
+    }
+    break;
+  }
+  return Status::Unavailable("decoding an image of " + std::to_string(image.n_tokens) +
+                             " tokens failed (KV cache full? " + std::to_string(llama_n_ctx(ctx_)) +
+                             " cells shared by all sequences)");
 }
 
 bool DecodeLoop::Alive(const BatchEntry& e) const {

@@ -5,6 +5,11 @@
 // next chunk of the shared prefix and chunks of prompts being prefilled (n_batch tokens in all; logits only
 // where a token will be sampled), decode it, sample, and finish the slots that ended.
 //
+// Images (vision models, `mctx` non-null): before each batch, at most one slot whose prefill reached an image has
+// that image encoded (or its embeddings taken from the encode cache) and decoded into its sequence, so other
+// sequences wait for at most one image encode per iteration. A prompt's text is batched up to its next image.
+// An image that cannot be encoded fails its request with kInvalidArgument.
+//
 // Failures are isolated (the "blast radius" rule): when the KV cache has no room the loop drops the shared
 // prefix, then halves the batch; a single token that still does not fit, or a decode error, finishes only the
 // requests whose tokens were in the failing part with kError.
@@ -21,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/llama_image_cache.h"
 #include "engine/llama_prefix.h"
 #include "engine/llama_request.h"
 #include "engine/llama_slot.h"
@@ -30,7 +36,8 @@ namespace mmirage::engine {
 class DecodeLoop {
  public:
   // Starts the loop thread.
-  DecodeLoop(const llama_model* model, llama_context* ctx, const LoopOptions& options);
+  // `mctx` (nullable) is the vision projector's context; borrowed like the model.
+  DecodeLoop(const llama_model* model, llama_context* ctx, mtmd_context* mctx, const LoopOptions& options);
   ~DecodeLoop();  // Stop()
   DecodeLoop(const DecodeLoop&) = delete;
   DecodeLoop& operator=(const DecodeLoop&) = delete;
@@ -59,6 +66,8 @@ class DecodeLoop {
   void Admit();
   void StartRequest(int slot_index, std::unique_ptr<PreparedRequest> request);
   void OnPrefixDefined(const Slot& definer);
+  void EvalOneImage();
+  Status EvalImage(Slot& slot, const ImageSegment& image);
   void BuildBatch();
   void DecodeBatch();
   void SampleView(size_t begin, size_t end, const std::vector<int>& batch_index);
@@ -75,7 +84,11 @@ class DecodeLoop {
   const llama_vocab* vocab_;
   llama_context* ctx_;
   llama_memory_t mem_;
+  mtmd_context* mctx_;
+  int n_embd_inp_ = 0;
   LoopOptions options_;
+  ImageEmbeddingCache image_cache_;
+  size_t image_rr_ = 0;                   // round-robin start for the next image evaluation
   std::vector<Slot> slots_;
   std::unique_ptr<SharedPrefix> prefix_;  // null when prefix reuse is off
   int prefix_gen_ = 0;                    // bumped when the prefix is dropped (its batch entries die)
@@ -92,6 +105,9 @@ class DecodeLoop {
   std::atomic<int64_t> prompt_tokens_reused_{0};
   std::atomic<int64_t> tokens_generated_{0};
   std::atomic<int64_t> decode_calls_{0};
+  std::atomic<int64_t> images_encoded_{0};
+  std::atomic<int64_t> images_reused_{0};
+  std::atomic<int64_t> image_tokens_{0};
 
   std::thread thread_;  // last: starts after every member above is ready
 };

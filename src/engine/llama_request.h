@@ -15,13 +15,31 @@
 #include "common.h"
 #include "engine/engine.h"
 #include "llama.h"
+#include "mtmd.h"
 #include "sampling.h"
 #include "util/status.h"
 
 namespace mmirage::engine {
 
+struct MtmdChunkDeleter {
+  void operator()(mtmd_input_chunk* c) const { mtmd_input_chunk_free(c); }
+};
+using MtmdChunkPtr = std::unique_ptr<mtmd_input_chunk, MtmdChunkDeleter>;
+
+// An image of the prompt: `n_tokens` entries of `prompt` from `start` stand for its embeddings. Those entries
+// hold pseudo tokens (negative, derived from the image's hash), so two prompts agree on them only when they have
+// the same image there; they are never fed to llama_decode as tokens.
+struct ImageSegment {
+  int start = 0;       // index in PreparedRequest::prompt
+  int n_tokens = 0;    // KV cells the image takes
+  int n_pos = 0;       // positions it advances (n_tokens, except for M-RoPE models)
+  std::string id;      // SHA-256 of the decoded pixels (libmtmd's bitmap id): the encode-cache key
+  MtmdChunkPtr chunk;  // libmtmd's image chunk (preprocessed pixels)
+};
+
 struct PreparedRequest {
-  std::vector<llama_token> prompt;   // full prompt, template applied
+  std::vector<llama_token> prompt;   // full prompt, template applied (image entries: see ImageSegment)
+  std::vector<ImageSegment> images;  // in prompt order; the prompt never ends inside one
   common_sampler_ptr sampler;        // per-request chain (grammar included); null when error is set
   std::vector<std::string> stop;     // stop strings (the text is cut before the first one)
   int max_new_tokens = 0;
@@ -43,6 +61,7 @@ struct LoopOptions {
   bool prefix_reuse = true;
   int min_prefix_tokens = 32;
   bool batch_barrier = false;
+  size_t image_cache_bytes = 0;      // encode cache of image embeddings (0: every image is encoded)
 };
 
 }  // namespace mmirage::engine

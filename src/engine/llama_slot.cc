@@ -23,6 +23,8 @@ void Slot::Start(std::unique_ptr<PreparedRequest> request) {
   n_cached_ = 0;
   n_wait_prefix_ = 0;
   n_generated_ = 0;
+  next_image_ = 0;
+  pos_saved_ = 0;
   next_token_ = 0;
   text_.clear();
   max_stop_len_ = 0;
@@ -68,6 +70,8 @@ std::pair<Completion, CompletionCallback> Slot::Finish(FinishReason finish, Stat
   n_cached_ = 0;
   n_wait_prefix_ = 0;
   n_generated_ = 0;
+  next_image_ = 0;
+  pos_saved_ = 0;
   return {std::move(c), std::move(done)};
 }
 

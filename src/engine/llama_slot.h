@@ -50,6 +50,23 @@ class Slot {
   bool fast_greedy() const { return request_->fast_greedy; }
   bool ignore_eos() const { return request_->ignore_eos; }
   int n_past() const { return n_past_; }
+  // Position of the next token: n_past() less what images saved (M-RoPE images take fewer positions than cells).
+  llama_pos pos() const { return n_past_ - pos_saved_; }
+  // The image whose first entry is the next to evaluate, or nullptr.
+  const ImageSegment* image_at_next() const {
+    if (next_image_ >= request_->images.size()) return nullptr;
+    const ImageSegment& im = request_->images[next_image_];
+    return im.start == n_past_ ? &im : nullptr;
+  }
+  // Index of the first prompt entry, from n_past() on, that is not text (an image's start), or the prompt size.
+  int text_end() const {
+    return next_image_ < request_->images.size() ? request_->images[next_image_].start
+                                                 : static_cast<int>(request_->prompt.size());
+  }
+  // Leading prompt entries that are text (the shared prefix may cover only these).
+  int text_prefix_len() const {
+    return request_->images.empty() ? static_cast<int>(request_->prompt.size()) : request_->images.front().start;
+  }
   int n_cached() const { return n_cached_; }
   int n_wait_prefix() const { return n_wait_prefix_; }
   llama_token next_token() const { return next_token_; }
@@ -57,6 +74,12 @@ class Slot {
 
   // The loop placed `n` more of this slot's tokens in the batch.
   void Advance(int n) { n_past_ += n; }
+  // The image at n_past() is in this sequence's KV now.
+  void AdvanceImage() {
+    const ImageSegment& im = request_->images[next_image_++];
+    n_past_ += im.n_tokens;
+    pos_saved_ += im.n_tokens - im.n_pos;
+  }
   // Waits for the shared prefix; `n` tokens will be copied from it.
   void WaitForPrefix(int n) {
     state_ = SlotState::kWaitPrefix;
@@ -74,6 +97,8 @@ class Slot {
   int seq_id_;
   SlotState state_ = SlotState::kIdle;
   std::unique_ptr<PreparedRequest> request_;
+  size_t next_image_ = 0;  // index in request_->images of the first image not yet evaluated
+  int pos_saved_ = 0;      // cells minus positions of the images evaluated
   int n_past_ = 0;         // positions of this sequence in the KV cache (incl. those in the current batch)
   int n_cached_ = 0;       // of them, copied from the shared prefix
   int n_wait_prefix_ = 0;  // kWaitPrefix: prefix tokens to copy once the prefix is evaluated

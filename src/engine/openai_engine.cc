@@ -109,8 +109,20 @@ void OpenAiEngine::Submit(Request request, CompletionCallback done) {
   auto c = std::make_shared<Call>();
   c->id = next_id_.fetch_add(1);
   c->done = std::move(done);
-  auto call = BuildOpenAiCall(request, opt_.mode, opt_.model);
   Status build_error;
+  // Local image files travel as data: URLs: read them here, on the caller's thread.
+  for (ImageInput& im : request.images) {
+    if (im.kind != ImageInput::Kind::kFile) continue;
+    Result<std::string> bytes = env_->ReadFileToString(im.source);
+    if (!bytes.ok()) {
+      build_error = Status::InvalidArgument("image '" + im.source + "': " + bytes.status().message());
+      break;
+    }
+    im.kind = ImageInput::Kind::kBytes;
+    im.source = "'" + im.source + "'";
+    im.bytes = std::move(*bytes);
+  }
+  Result<OpenAiCall> call = build_error.ok() ? BuildOpenAiCall(request, opt_.mode, opt_.model) : build_error;
   if (call.ok()) {
     c->url = opt_.base_url + call->path;
     c->body = std::move(call->body);

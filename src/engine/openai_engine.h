@@ -15,6 +15,11 @@
 //    "endpoint <base_url> unreachable for N s" (logged once), instead of each request spending its retries.
 // The API key is sent as "Authorization: Bearer …" and never logged nor put in an error message.
 //
+// Images (Request::images) are `image_url` content parts of the user message, where their markers are; local
+// files are read in Submit and sent, like image bytes, as base64 data: URLs with their MIME type (sniffed from the
+// bytes); http(s) URLs are passed through for the server to fetch. An unreadable file, bytes of no known image
+// type, or images with the completion API: kInvalidArgument.
+//
 // Threading: Submit builds the request body on the caller's thread and hands it to the loop; every callback runs
 // on the loop thread (also for a request whose body cannot be built: kInvalidArgument). Shutdown finishes every
 // pending request with kUnavailable "engine shut down" and joins the loop thread; a Submit after Shutdown runs its

@@ -19,6 +19,10 @@ void Key(const char* k, std::string* out) {
 
 void NumberField(const char* k, double v, std::string* out) {
   Key(k, out);
+  if (!std::isfinite(v)) {
+    out->append("null");  // NaN / inf (e.g. `.nan` in YAML) have no JSON form: the body must stay valid JSON
+    return;
+  }
   AppendDouble(v, out);
 }
 
@@ -36,6 +40,54 @@ std::string_view Trim(std::string_view s) {
   return s.substr(b, e - b + 1);
 }
 
+// The user message as content parts: text between the image markers, each image as an image_url part.
+Status AppendContentParts(const Request& r, std::string* b) {
+  const size_t n_markers = CountImageMarkers(r.prompt);
+  if (n_markers != r.images.size()) {
+    return Status::InvalidArgument("the prompt has " + std::to_string(n_markers) + " image marker(s) for " +
+                                   std::to_string(r.images.size()) + " image(s)");
+  }
+  const std::string_view marker(kImageMarker);
+  b->push_back('[');
+  bool first = true;
+  auto text_part = [&](std::string_view text) {
+    if (text.empty()) return;
+    if (!first) b->push_back(',');
+    first = false;
+    b->append("{\"type\":\"text\",\"text\":");
+    AppendJsonString(text, b);
+    b->push_back('}');
+  };
+  size_t from = 0;
+  for (const ImageInput& im : r.images) {
+    const size_t at = r.prompt.find(marker, from);
+    text_part(std::string_view(r.prompt).substr(from, at - from));
+    from = at + marker.size();
+    std::string url;
+    if (im.kind == ImageInput::Kind::kUrl) {
+      url = im.source;
+    } else if (im.kind == ImageInput::Kind::kBytes) {
+      const std::string mime = SniffImageMime(im.bytes);
+      if (mime.empty()) {
+        return Status::InvalidArgument("image " + im.source + " is not a known image format (" +
+                                       std::to_string(im.bytes.size()) + " bytes; PNG, JPEG, GIF, WebP and BMP are)");
+      }
+      url = "data:" + mime + ";base64,";
+      AppendBase64(im.bytes, &url);
+    } else {
+      return Status::InvalidArgument("image '" + im.source + "' was not read");
+    }
+    if (!first) b->push_back(',');
+    first = false;
+    b->append("{\"type\":\"image_url\",\"image_url\":{\"url\":");
+    AppendJsonString(url, b);
+    b->append("}}");
+  }
+  text_part(std::string_view(r.prompt).substr(from));
+  b->push_back(']');
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<OpenAiCall> BuildOpenAiCall(const Request& r, OpenAiMode mode, const std::string& model) {
@@ -49,7 +101,15 @@ Result<OpenAiCall> BuildOpenAiCall(const Request& r, OpenAiMode mode, const std:
     Key("model", &b);
     AppendJsonString(model, &b);
   }
-  if (call.chat) {
+  if (!r.images.empty() && !call.chat) {
+    return Status::InvalidArgument("images need the chat API (endpoint.mode: chat), not raw completions");
+  }
+  if (call.chat && !r.images.empty()) {
+    Key("messages", &b);
+    b.append("[{\"role\":\"user\",\"content\":");
+    MMIRAGE_TRY(AppendContentParts(r, &b));
+    b.append("}]");
+  } else if (call.chat) {
     Key("messages", &b);
     b.append("[{\"role\":\"user\",\"content\":");
     AppendJsonString(r.prompt, &b);

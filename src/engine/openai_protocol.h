@@ -29,7 +29,11 @@ struct OpenAiCall {
 // (> 0), repetition_penalty (≠ 1, also as llama-server's repeat_penalty) and ignore_eos (true) as the extra body
 // fields SGLang, vLLM and llama-server accept; chat_template_kwargs (a non-empty object) as is; a JSON schema as
 // response_format {"type": "json_schema", "json_schema": {"name": "output", "schema": …, "strict": true}}.
-// `model` is omitted when empty. Errors: kInvalidArgument when json_schema is not valid JSON.
+// `model` is omitted when empty. With images, the user message's content is a list of parts: the prompt's text
+// between the image markers as "text" parts and each image as {"type": "image_url", "image_url": {"url": …}}
+// (kBytes as a base64 data: URL with the sniffed MIME type, kUrl as is). Errors: kInvalidArgument when json_schema
+// is not valid JSON, marker and image counts differ, image bytes are of no known image type, an image is still a
+// kFile (the engine reads files first), or images come with the completion API.
 Result<OpenAiCall> BuildOpenAiCall(const Request& request, OpenAiMode mode, const std::string& model);
 
 // Parses a 2xx response body: choices[0].message.content (chat) or choices[0].text, finish_reason ("length" →

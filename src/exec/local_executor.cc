@@ -19,6 +19,10 @@
 namespace mmirage::exec {
 namespace {
 
+// After a stop request, workers that have not exited this long after their signal are killed (SIGKILL to their
+// process group, managed servers included); what they committed stays resumable.
+constexpr int kStopGraceSeconds = 60;
+
 struct Worker {
   int64_t shard;
   std::unique_ptr<Subprocess> process;
@@ -41,9 +45,10 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
     ShardRecord r = attempts_of(id);
     if (r.status == "success") {
       LOG_INFO("Shard " << id << " already succeeded; skipped");
-    } else if (r.retry_count >= max_attempts) {
-      LOG_ERROR("Shard " << id << " has used all " << max_attempts << " attempts (max_retries="
-                         << config.execution.max_retries << ")");
+    } else if (r.attempts_spent >= max_attempts && r.status != "submitted") {
+      LOG_ERROR("Shard " << id << " has used all " << max_attempts << " attempts without progress (max_retries="
+                         << config.execution.max_retries << "); `mmirage retry --config " << options.config_path
+                         << " --reset` gives it a fresh budget");
     } else {
       queue.push_back(id);
     }
@@ -61,11 +66,25 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
   }
   std::vector<Worker> running;
   bool stopping = false;
+  bool in_progress = false, any_submitted = false;  // batch_api shards
+  // Workers of this call that ended without recording an attempt (e.g. a missing API key): bounded too.
+  std::map<int64_t, int64_t> attempts_before, uncounted;
+  uint64_t stop_started_us = 0;
+  bool killed = false;
   while (!queue.empty() || !running.empty()) {
     if (StopRequested() && !stopping) {
+      // Each worker is in its own process group (the terminal's Ctrl-C reaches only us), so it gets exactly one
+      // stop signal, from here: it commits what is finished and exits resumable.
       stopping = true;
+      stop_started_us = env->MonotonicMicros();
       queue.clear();
       for (auto& w : running) (void)w.process->Signal(StopSignal());
+    }
+    if (stopping && !killed && !running.empty() &&
+        env->MonotonicMicros() - stop_started_us > static_cast<uint64_t>(kStopGraceSeconds) * 1000000) {
+      LOG_WARN("workers still running " << kStopGraceSeconds << " s after the stop request; killing them");
+      for (auto& w : running) (void)w.process->SignalGroup(SIGKILL);
+      killed = true;
     }
     while (!stopping && running.size() < parallel && !queue.empty()) {
       int64_t id = queue.front();
@@ -79,6 +98,8 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       so.env_overrides = {{"SLURM_ARRAY_TASK_ID", std::to_string(id)}};
       if (image_server) so.env_overrides.push_back({"MMIRAGE_SGLANG_BASE_URL", image_server->base_url()});
       if (options.stdout_to_stderr) so.stdout_path = "/dev/stderr";
+      so.new_process_group = true;      // one stop signal per worker, from us, not a second from the terminal
+      so.terminate_with_parent = true;  // and none survives us, even after a SIGKILL
       auto p = Subprocess::Start(so);
       if (!p.ok()) {
         LOG_ERROR("cannot start shard " << id << ": " << p.status().message());
@@ -86,6 +107,8 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       }
       LOG_INFO("Shard " << id << ": started (attempt #" << attempts_of(id).retry_count + 1 << ", pid "
                         << (*p)->pid() << ")");
+      (void)RegisterStopGroup((*p)->pid());
+      attempts_before[id] = attempts_of(id).retry_count;
       running.push_back(Worker{id, std::move(*p)});
     }
     // Reap finished workers; retry failed shards that have attempts left.
@@ -98,19 +121,26 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       }
       reaped = true;
       int64_t id = running[i].shard;
+      UnregisterStopGroup(running[i].process->pid());
       running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
       ShardRecord r = attempts_of(id);
+      if (r.retry_count <= attempts_before[id]) ++uncounted[id];
       if (*rc == 0 && r.status == "success") {
         LOG_INFO("Shard " << id << ": succeeded");
+      } else if ((*rc == 0 || *rc == 75) && r.status == "submitted") {  // batch_api: with the provider
+        LOG_INFO("Shard " << id << ": " << (*rc == 0 ? "submitted" : "batches still in progress"));
+        if (*rc == 75) in_progress = true;
       } else if (stopping) {
         LOG_WARN("Shard " << id << ": stopped (exit " << *rc << "); it resumes from its last commit next time");
-      } else if (r.retry_count < max_attempts) {
-        LOG_WARN("Shard " << id << ": failed (exit " << *rc << ", attempt " << r.retry_count << "/" << max_attempts
-                          << "): " << r.error.value_or("no status written") << "; retrying");
+      } else if (r.attempts_spent < max_attempts && uncounted[id] < max_attempts) {
+        LOG_WARN("Shard " << id << ": failed (exit " << *rc << ", attempt " << r.retry_count << ", "
+                          << r.attempts_spent << "/" << max_attempts << " without progress): "
+                          << r.error.value_or("no status written") << "; retrying");
         queue.push_back(id);
       } else {
-        LOG_ERROR("Shard " << id << ": failed after " << r.retry_count << " attempts: "
-                           << r.error.value_or("no status written"));
+        LOG_ERROR("Shard " << id << ": failed after " << r.retry_count << " attempts (" << r.attempts_spent
+                           << " without progress): " << r.error.value_or("no status written") << "; `mmirage retry --config "
+                           << options.config_path << " --reset` gives it a fresh budget");
       }
     }
     if (!reaped && !running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -118,13 +148,19 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
   if (stopping) return 128 + StopSignal();
   std::vector<int64_t> bad;
   for (int64_t id : ids) {
-    if (attempts_of(id).status != "success") bad.push_back(id);
+    std::string st = attempts_of(id).status;
+    if (st == "submitted") any_submitted = true;
+    else if (st != "success") bad.push_back(id);
   }
   if (!bad.empty()) {
     std::string list;
     for (int64_t id : bad) list += (list.empty() ? "" : ", ") + std::to_string(id);
     LOG_ERROR("Pipeline ended with shards that did not succeed: " << list << " (see `mmirage check`)");
     return 1;
+  }
+  if (any_submitted) {
+    LOG_INFO("Every shard's batches are submitted; `mmirage collect --config C` fetches the results");
+    return in_progress ? 75 : 0;
   }
   LOG_INFO("All shards completed successfully");
   return 0;

@@ -51,11 +51,13 @@ ShardDetail Detail(const ClassifyOptions& o, const ShardRecord& r, double now_s)
   d.shard_id = r.shard_id;
   d.status = r.status;
   d.attempts = r.retry_count;
+  d.attempts_spent = r.attempts_spent;
   d.hostname = r.hostname;
   d.error = r.error;
   d.rows_failed = r.failed_rows;
+  d.batch = r.batch;
   if (r.status == "running") d.stale_reason = StaleReason(o, r, now_s);
-  d.shard_class = ClassifyShard(r.status, !d.stale_reason.empty(), d.attempts, o.max_retries);
+  d.shard_class = ClassifyShard(r.status, !d.stale_reason.empty(), d.attempts_spent, o.max_retries);
   if (r.status == "success") {
     ShardStats st = ShardStats::FromValue(r.stats);
     if (r.stats.is_object()) {
@@ -99,6 +101,7 @@ const char* ShardClassName(ShardClass c) {
     case ShardClass::kRunning: return "running";
     case ShardClass::kFailed: return "failed";
     case ShardClass::kExhausted: return "exhausted";
+    case ShardClass::kSubmitted: return "submitted";
   }
   return "failed";
 }
@@ -106,6 +109,7 @@ const char* ShardClassName(ShardClass c) {
 ShardClass ClassifyShard(const std::string& status, bool stale, int64_t attempts, int64_t max_retries) {
   if (status == "success") return ShardClass::kSuccessful;
   if (status == "running" && !stale) return ShardClass::kRunning;
+  if (status == "submitted") return ShardClass::kSubmitted;
   if (attempts >= max_retries + 1) return ShardClass::kExhausted;
   return ShardClass::kFailed;
 }
@@ -139,6 +143,7 @@ Classification ClassifyShards(const ClassifyOptions& options) {
       case ShardClass::kRunning: c.running.push_back(id); break;
       case ShardClass::kFailed: c.failed.push_back(id); break;
       case ShardClass::kExhausted: c.exhausted.push_back(id); break;
+      case ShardClass::kSubmitted: c.submitted.push_back(id); break;
     }
     c.shards.push_back(std::move(d));
   }
@@ -152,6 +157,7 @@ Value Classification::SummaryValue() const {
   v.Set("running", static_cast<int64_t>(running.size()));
   v.Set("failed", static_cast<int64_t>(failed.size()));
   v.Set("max_retries_exceeded", static_cast<int64_t>(exhausted.size()));
+  if (!submitted.empty()) v.Set("submitted", static_cast<int64_t>(submitted.size()));
   return v;
 }
 
@@ -171,6 +177,7 @@ Value ShardDetailValue(const ShardDetail& d) {
   v.Set("class", ShardClassName(d.shard_class));
   v.Set("stale_reason", d.stale_reason.empty() ? Value() : Value(d.stale_reason));
   v.Set("attempts", d.attempts);
+  v.Set("attempts_spent", d.attempts_spent);
   v.Set("rows_done", OptI(d.rows_done));
   v.Set("rows_total", OptI(d.rows_total));
   v.Set("rows_failed", d.rows_failed);
@@ -180,6 +187,7 @@ Value ShardDetailValue(const ShardDetail& d) {
   v.Set("rows_per_sec", OptD(d.rows_per_sec));
   v.Set("eta_seconds", OptD(d.eta_seconds ? std::optional<double>(RoundTo(*d.eta_seconds, 1)) : std::nullopt));
   v.Set("error", OptS(d.error));
+  if (!d.batch.is_null()) v.Set("batch", d.batch);
   return v;
 }
 
@@ -209,7 +217,7 @@ std::string FormatShardTable(const Classification& c) {
     std::string rows_cell = "-";
     if (d.rows_done) rows_cell = std::to_string(*d.rows_done) + "/" + (d.rows_total ? std::to_string(*d.rows_total)
                                                                                     : std::string("?"));
-    rows.push_back({std::to_string(d.shard_id), status, std::to_string(d.attempts) + "/" + budget, rows_cell,
+    rows.push_back({std::to_string(d.shard_id), status, std::to_string(d.attempts_spent) + "/" + budget, rows_cell,
                     std::to_string(d.rows_failed), Cell(d.hostname),
                     d.runtime_seconds ? CompactDuration(*d.runtime_seconds) : "-",
                     d.eta_seconds ? CompactDuration(*d.eta_seconds) : "-"});

@@ -4,7 +4,8 @@
 //   successful  status `success`
 //   running     status `running` and the worker looks alive
 //   failed      anything else, retryable: `failed`, `missing`, `unknown`, or a *stale* `running` record
-//   exhausted   not successful, not (live) running, and attempts >= max_retries + 1: the budget is spent
+//   exhausted   not successful, not (live) running, and spent attempts >= max_retries + 1: the budget is spent
+//               (an attempt that committed new rows is not spent: ShardRecord::attempts_spent)
 // Differences from the original: a shard runs at most max_retries + 1 attempts in total (the original allows one
 // more); a `running` record is stale, hence failed, when its worker ran on this host and its pid is gone, or when
 // its heartbeat (state/heartbeat.h; started_at when there is no heartbeat file yet) is older than
@@ -25,8 +26,9 @@
 
 namespace mmirage::exec {
 
-enum class ShardClass { kSuccessful, kRunning, kFailed, kExhausted };
-const char* ShardClassName(ShardClass c);  // "successful", "running", "failed", "exhausted"
+enum class ShardClass { kSuccessful, kRunning, kFailed, kExhausted, kSubmitted };
+// "successful", "running", "failed", "exhausted", "submitted" (batch_api: with the provider; no liveness rule).
+const char* ShardClassName(ShardClass c);
 
 // The class of a record. `stale`: recorded `running` but the worker is known to be gone.
 ShardClass ClassifyShard(const std::string& status, bool stale, int64_t attempts, int64_t max_retries);
@@ -37,6 +39,7 @@ struct ShardDetail {
   std::string status;          // as recorded: success | running | failed | missing | unknown
   std::string stale_reason;    // non-empty for a stale `running` record ("process 123 on node1 is gone", …)
   int64_t attempts = 0;        // attempts made so far (status.json retry_count, or attempts.log when larger)
+  int64_t attempts_spent = 0;  // attempts that count against max_retries (ShardRecord::attempts_spent)
   std::optional<int64_t> rows_done, rows_total;  // success: rows written; otherwise from progress.json
   int64_t rows_failed = 0;     // rows recorded in errors.jsonl
   std::optional<std::string> hostname;
@@ -44,6 +47,7 @@ struct ShardDetail {
   std::optional<double> rows_per_sec;     // running: current rate (progress.json)
   std::optional<double> eta_seconds;      // running, when rows_total and a rate are known
   std::optional<std::string> error;
+  Value batch;                 // submitted (batch_api): the batches' progress from status.json, else null
   // Shown status: the recorded one, "stale" for a stale running record.
   std::string DisplayStatus() const;
 };
@@ -62,12 +66,13 @@ ClassifyOptions ClassifyOptionsFromConfig(Env* env, const config::Config& config
 
 struct Classification {
   std::vector<ShardDetail> shards;  // by shard id
-  std::vector<int64_t> successful, running, failed, exhausted;  // ids per class, ascending
+  std::vector<int64_t> successful, running, failed, exhausted, submitted;  // ids per class, ascending
   int64_t max_retries = 0;
 
   // Exit-0 rule: every shard successful.
   bool AllSucceeded() const { return successful.size() == shards.size(); }
-  // {"total", "successful", "running", "failed", "max_retries_exceeded"} in this order (cli.md §3.1).
+  // {"total", "successful", "running", "failed", "max_retries_exceeded"} in this order (cli.md §3.1), then
+  // "submitted" when some shard is.
   Value SummaryValue() const;
   // {"summary": SummaryValue(), "shards": [ShardDetailValue…]} (`check --json`).
   Value ToValue() const;

@@ -153,7 +153,8 @@ ShardOutcome Judge(const Ctx& c, const ShardDetail& d, const std::string& task_s
   out.shard_id = d.shard_id;
   out.slurm_state = task_state;
   out.attempts = spent;
-  if (d.shard_class == ShardClass::kSuccessful) {
+  // batch_api: a task that submitted its shard's batches did its job; `collect` finishes the shard.
+  if (d.shard_class == ShardClass::kSuccessful || d.shard_class == ShardClass::kSubmitted) {
     out.success = true;
     return out;
   }

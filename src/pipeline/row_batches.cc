@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include "data/hf_writer.h"
 #include "data/json.h"
 #include "util/signals.h"
 
@@ -82,7 +84,8 @@ Status RunRowBatches(RowStream* stream, const RowTransform& transform, const Row
       b.seq = seq;
       RawRow raw;
       Status s;
-      while (b.rows.size() < options.batch_rows && !StopRequested()) {
+      size_t value_bytes = 0;  // decoded rows' data: a batch also ends at 32 MiB (big rows, e.g. images)
+      while (b.rows.size() < options.batch_rows && b.text.size() + value_bytes < (32u << 20) && !StopRequested()) {
         auto more = stream->Next(&raw);
         if (!more.ok()) {
           s = more.status();
@@ -92,6 +95,7 @@ Status RunRowBatches(RowStream* stream, const RowTransform& transform, const Row
         size_t vi = SIZE_MAX;
         if (raw.value != nullptr) {
           vi = b.values.size();
+          value_bytes += static_cast<size_t>(ApproxBytes(*raw.value));
           b.values.push_back(std::move(*raw.value));
         }
         b.rows.push_back({raw.index, raw.line, raw.file, b.text.size(), raw.text.size(), vi});
@@ -99,7 +103,7 @@ Status RunRowBatches(RowStream* stream, const RowTransform& transform, const Row
       }
       std::unique_lock<std::mutex> l(ch.mu);
       if (!s.ok()) ch.reader_status = s;
-      bool last = !s.ok() || b.rows.size() < options.batch_rows;
+      bool last = !s.ok() || (b.rows.size() < options.batch_rows && b.text.size() + value_bytes < (32u << 20));
       if (!b.rows.empty() && s.ok()) {
         ch.cv.wait(l, [&] { return ch.in_flight < max_in_flight || ch.stop; });
         if (ch.stop) break;
@@ -134,11 +138,18 @@ Status RunRowBatches(RowStream* stream, const RowTransform& transform, const Row
         ProcessedBatch out;
         out.lines.reserve(b.text.size() + b.text.size() / 2);
         for (const auto& r : b.rows) {
-          if (r.value != SIZE_MAX) {
-            ProcessRowValue(transform, r.index, *r.file, r.line, b.values[r.value], &out);
-          } else {
-            ProcessRow(transform, r.index, *r.file, r.line, std::string_view(b.text).substr(r.offset, r.length),
-                       &out);
+          // No exception may leave a worker thread (it would terminate the process): the engines report data
+          // errors as values, and anything else thrown (an allocation failure on hostile data) fails the row.
+          try {
+            if (r.value != SIZE_MAX) {
+              ProcessRowValue(transform, r.index, *r.file, r.line, b.values[r.value], &out);
+            } else {
+              ProcessRow(transform, r.index, *r.file, r.line, std::string_view(b.text).substr(r.offset, r.length),
+                         &out);
+            }
+          } catch (const std::exception& e) {
+            out.failures.push_back({r.index, *r.file + ":" + std::to_string(r.line),
+                                    RowError{Stage::kRenderOutput, std::string("internal error: ") + e.what()}});
           }
         }
         std::lock_guard<std::mutex> l(ch.mu);

@@ -30,7 +30,8 @@ struct ProcessedBatch {
   // Rows written (in `lines`) with a caveat to record in errors.jsonl as a warning (e.g. fallback_value used).
   std::vector<Failure> warnings;
   // Token usage of rows that called a model, one JSON line per row in row order:
-  // {"row_index", "prompt_tokens", "completion_tokens", "generations"} (failed rows included: they cost tokens too).
+  // {"row_index", "prompt_tokens", "completion_tokens", "generations", "cached_generations"} (failed rows included:
+  // they cost tokens too).
   std::string usage;
 };
 

@@ -3,6 +3,7 @@
 #include "data/tagged_json.h"
 
 #include "data/json.h"
+#include "process/image_inputs.h"
 
 namespace mmirage::pipeline {
 
@@ -23,6 +24,7 @@ RowTransform::RowTransform(const config::Config* config, Env* env, std::string i
   for (size_t i = 0; i < inputs.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (inputs[i].name == inputs[j].name) unique_input_names_ = false;
+  image_names_ = process::ImageVariableNames(*config_);
   // Image columns (pipeline.md §7.3): plain references to image_gen outputs in path mode, top level only.
   const auto& schema = config_->processing.output_schema;
   if (schema.kind == config::OutputNode::Kind::kMap) {
@@ -97,11 +99,29 @@ StageResult<Value> RowTransform::Extract(const Value& row) const {
   return out;
 }
 
-// spec pipeline.md §5.1
+// spec pipeline.md §5.1, plus data: URIs, bytes and HF Image structs {"bytes", "path"}.
 Result<Value> RowTransform::ResolveImage(const Value& v) const {
+  if (v.is_bytes()) return v;  // the bytes of an image file
+  if (v.is_object() && (v.Find("bytes") != nullptr || v.Find("path") != nullptr)) {
+    const Value* b = v.Find("bytes");
+    const Value* p = v.Find("path");
+    if (b != nullptr && !b->is_null()) return v;      // the bytes are the image (path is informative)
+    if (p == nullptr || p->is_null()) return Value();  // a null struct is a null image
+    if (!p->is_string()) return Status::InvalidArgument(std::string("image struct 'path' must be a string, got ") + p->TypeName());
+    MMIRAGE_ASSIGN_OR_RETURN(Value resolved, ResolveImage(*p));
+    Value out = v;
+    out.Set("path", std::move(resolved));
+    return out;
+  }
   if (!v.is_string()) return v;
   std::string s = v.as_string();
   if (s.rfind("http://", 0) == 0 || s.rfind("https://", 0) == 0) return v;
+  if (s.rfind("data:", 0) == 0) {
+    Result<std::string> bytes = process::DecodeDataUri(s);
+    if (!bytes.ok()) return bytes.status();
+    if (bytes->empty()) return Status::InvalidArgument("data: URI holds no bytes");
+    return v;
+  }
   if (s.rfind("file://", 0) == 0) s = s.substr(7);
   if (!s.empty() && s[0] == '/') {
     std::string p = s;
@@ -132,7 +152,8 @@ Result<Value> RowTransform::ResolveImage(const Value& v) const {
 StageResult<std::string> RowTransform::RenderPrompt(size_t index, const Value& vars) const {
   const auto& o = config_->processing.outputs[index];
   if (!o.prompt_tmpl) return StageResult<std::string>{};  // custom outputs have no prompt
-  auto r = o.prompt_tmpl->Render(vars);
+  auto r = image_names_.empty() || o.type != "llm" ? o.prompt_tmpl->Render(vars)
+                                : o.prompt_tmpl->Render(process::WithImagePlaceholders(vars, image_names_));
   if (!r.ok()) {
     return StageResult<std::string>::Fail(Stage::kRenderPrompt, "output '" + o.name + "' prompt: " + r.status().message());
   }

@@ -42,7 +42,10 @@ class RowTransform {
   RowTransform(const config::Config* config, Env* env, std::string image_base_path);
 
   // The variable environment of a row: an object {input name → value}. Errors (stage kExtract): a required
-  // input that is null/missing, a JMESPath runtime error, an unresolvable image path.
+  // input that is null/missing, a JMESPath runtime error, an unresolvable image path, a malformed data: URI.
+  // Image values: paths resolve as the original does (spec pipeline.md §5.1, same error texts); http(s) URLs,
+  // data: URIs and bytes pass through; an HF Image struct {"bytes", "path"} passes through with bytes, has its
+  // path resolved without, and is a null image when both are null.
   StageResult<Value> Extract(const Value& row) const;
 
   // The output row: output_schema rendered with `vars` (a plain `{{ var }}` keeps the variable's JSON type, an
@@ -66,7 +69,8 @@ class RowTransform {
 
   const std::vector<config::OutputVar>& outputs() const { return config_->processing.outputs; }
 
-  // The rendered prompt of output `index` for `vars` (stage kRenderPrompt on error).
+  // The rendered prompt of output `index` for `vars` (stage kRenderPrompt on error). In `llm` prompts image
+  // variables render as their placeholders (process/image_inputs.h: where the prompt places an image).
   StageResult<std::string> RenderPrompt(size_t index, const Value& vars) const;
 
  private:
@@ -77,6 +81,7 @@ class RowTransform {
   Env* env_;
   std::string image_base_path_;
   bool unique_input_names_ = true;
+  std::vector<std::string> image_names_;  // image variables, sorted
   bool tag_bytes_ = false;
   bool cast_images_ = false;
   std::vector<std::string> image_columns_;  // top-level schema keys cast by cast_images

@@ -18,8 +18,11 @@
 #include "data/line_reader.h"
 #include "data/output_reader.h"
 #include "data/hf_writer.h"
+#include "pipeline/failure_report.h"
+#include "pipeline/input_identity.h"
 #include "pipeline/row_batches.h"
 #include "pipeline/stream_scheduler.h"
+#include "process/cache_key.h"
 #include "pipeline/timeline_recorder.h"
 #include "process/engine_factory.h"
 #include "process/model_ref.h"
@@ -283,8 +286,10 @@ class ProgressReporter {
       line += " rows";
     }
     line += ", " + FormatDouble(rps) + " rows/s";
-    if (totals_->completion_tokens > 0 && secs > 0)
-      line += ", " + FormatDouble(RoundTo(static_cast<double>(totals_->completion_tokens) / secs, 1)) + " tok/s";
+    int64_t generated = totals_->completion_tokens - totals_->cached_completion_tokens;  // cache hits cost nothing
+    if (generated > 0 && secs > 0)
+      line += ", " + FormatDouble(RoundTo(static_cast<double>(generated) / secs, 1)) + " tok/s";
+    if (totals_->cached_generations > 0) line += ", " + std::to_string(totals_->cached_generations.load()) + " cached";
     line += ", " + std::to_string(v.Find("rows_failed")->as_int()) + " failed";
     if (total > done && rps > 0) {
       int64_t eta = static_cast<int64_t>(static_cast<double>(total - done) / rps);
@@ -401,7 +406,9 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
                            [&timeline] { timeline.Tick(); }));
   timeline_ptr = &timeline;
 
-  // Model outputs: load the engines (counted as model load time).
+  // Model outputs: load the engines (counted as model load time), then open the generation cache (declared
+  // first: it outlives the generator's last generation).
+  std::unique_ptr<cache::GenerationCache> gen_cache;
   std::unique_ptr<process::OutputGenerator> generator;
   if (!config.processing.outputs.empty()) {
     std::vector<std::string> warnings;
@@ -412,6 +419,10 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     for (const auto& w : warnings) LOG_WARN(w);
     if (!g.ok()) return fail(g.status());
     generator = std::move(*g);
+    bool any_llm = false;  // only llm generations are cached
+    for (const auto& o : config.processing.outputs) any_llm = any_llm || o.type == "llm";
+    if (any_llm) gen_cache = process::OpenGenerationCache(env, config);
+    generator->EnableCache(gen_cache.get());
     timeline.Loaded(generator->LoadSeconds(), generator->Capacity());
     LOG_INFO("Model loaded in " << FormatDouble(RoundTo(generator->LoadSeconds(), 3)) << " s ("
                                 << generator->Capacity() << " parallel sequences)");
@@ -430,9 +441,16 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   for (size_t d = 0; d < config.loading.datasets.size(); ++d) {
     const config::DatasetConfig& dc = config.loading.datasets[d];
     uint64_t fingerprint = DatasetFingerprint(config, d, opt.shard_id);
+    // Changed input files (path, size, first 64 KiB) change the fingerprint: never resume onto other data.
+    if (auto ident = InputIdentity(env, dc); ident.ok()) fingerprint = (fingerprint ^ *ident) * 1099511628211ull;
     // Published by an earlier attempt of this same config and shard, with no failed row: nothing to redo.
     auto done = ReadCompletedShard(env, dc.output_dir, opt.shard_id);
-    if (done && done->fingerprint != fingerprint) done.reset();
+    if (done && done->fingerprint != fingerprint) {
+      LOG_WARN("dataset " << dc.output_dir << ": shard " << opt.shard_id
+                          << " was published from another config or other input data (" << dc.path
+                          << " changed?); it is computed again from the start");
+      done.reset();
+    }
     if (done && done->rows_failed == 0) {
       LOG_INFO("dataset " << dc.output_dir << ": shard " << opt.shard_id << " already complete ("
                           << done->rows_written << " rows); kept");
@@ -478,7 +496,7 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
         Status c = (*writer)->Commit();
         (*writer)->Abandon();
         reporter.reset();
-        std::string why = std::string("interrupted by ") + (StopSignal() == SIGINT ? "SIGINT" : "SIGTERM") +
+        std::string why = std::string("interrupted by ") + StopSignalName() +
                           " after " + std::to_string(progress.rows_done.load()) + " rows (resumable)";
         if (!c.ok()) why += "; last commit failed: " + c.message();
         return fail(Status::Unavailable(why));
@@ -496,14 +514,18 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
   }
   reporter.reset();
 
+  std::string where;
+  for (const auto& f : error_files) where += (where.empty() ? "" : ", ") + f;
+  if (report.rows_failed > 0) {
+    // The first failed rows with FILE:LINE, stage and message: enough to act on without opening errors.jsonl.
+    for (const auto& line : FirstFailures(env, error_files)) LOG_WARN("failed row: " << line);
+  }
   if (report.rows_failed > config.execution.max_failed_rows) {
-    std::string where;
-    for (const auto& f : error_files) where += (where.empty() ? "" : ", ") + f;
     return fail(Status::InvalidArgument(std::to_string(report.rows_failed) + " row(s) failed (max_failed_rows=" +
                                         std::to_string(config.execution.max_failed_rows) + "); see " + where));
   }
   if (report.rows_failed > 0) {
-    LOG_WARN(report.rows_failed << " row(s) failed and were recorded in errors.jsonl (within max_failed_rows="
+    LOG_WARN(report.rows_failed << " row(s) failed and were recorded in " << where << " (within max_failed_rows="
                                 << config.execution.max_failed_rows << ")");
   }
 
@@ -517,9 +539,29 @@ Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
     // GPUs the engine really used (0 on CPU: per-GPU rates are then null, not divided by a GPU that was idle).
     stats.num_gpus = generator->NumGpus();
     if (generator->LoadSeconds() > 0) stats.model_load_seconds = RoundTo(generator->LoadSeconds(), 3);
-    if (totals.prompt_tokens > 0) stats.input_tokens = totals.prompt_tokens;
-    if (totals.completion_tokens > 0) stats.output_tokens = totals.completion_tokens;
-    stats.prompt_tokens_reused = generator->Counters().prompt_tokens_reused;
+    // Generated tokens only: what the cache answered costs no inference time (counted apart).
+    int64_t in = totals.prompt_tokens - totals.cached_prompt_tokens;
+    int64_t out = totals.completion_tokens - totals.cached_completion_tokens;
+    if (in > 0) stats.input_tokens = in;
+    if (out > 0) stats.output_tokens = out;
+    if (gen_cache) {
+      stats.cached_generations = totals.cached_generations;
+      stats.cached_output_tokens = totals.cached_completion_tokens;
+      Status cs = gen_cache->Close();
+      if (!cs.ok()) LOG_WARN(cs.message());
+      const cache::CacheCounters& cc = gen_cache->counters();
+      double cache_s = static_cast<double>(cc.busy_us) / 1e6 + generator->CacheKeySeconds();
+      LOG_INFO("Generation cache: " << totals.cached_generations.load() << " of " << totals.generations.load()
+                                    << " generations answered from " << config.execution.cache_dir << " ("
+                                    << cc.inserts.load() << " stored, " << FormatDouble(RoundTo(cache_s, 4))
+                                    << " s spent on the cache)");
+    }
+    const engine::EngineCounters counters = generator->Counters();
+    stats.prompt_tokens_reused = counters.prompt_tokens_reused;
+    if (counters.images_encoded + counters.images_reused > 0) {
+      stats.images_encoded = counters.images_encoded;
+      stats.images_reused = counters.images_reused;
+    }
   }
   auto inf = stats.InferenceRuntime();
   if (inf && *inf > 0) stats.throughput_rows_per_sec = RoundTo(static_cast<double>(stats.rows_processed) / *inf, 2);

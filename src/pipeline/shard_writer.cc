@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "data/json.h"
+#include "util/log.h"
 
 namespace mmirage::pipeline {
 namespace {
@@ -23,6 +24,37 @@ int64_t GetInt(const Value& v, const char* key) {
 }
 
 bool IsSplitMap(const std::vector<std::string>& splits) { return !(splits.size() == 1 && splits[0].empty()); }
+
+// Why a journal cannot be resumed from ("" when it can): every count and offset must be a non-negative integer
+// and every offset within its file, so that resuming only ever truncates (never extends a file with NUL bytes,
+// never fails on every attempt).
+std::string JournalProblem(Env* env, const Value& journal, const std::vector<std::string>& split_dirs,
+                           const std::string& work_dir) {
+  const Value::Array& splits = journal.Find("splits")->as_array();
+  auto offset_ok = [&](const std::string& path, int64_t offset, bool may_be_absent) -> std::string {
+    if (offset < 0) return path + ": offset missing or negative";
+    auto size = env->GetFileSize(path);
+    if (!size.ok()) return may_be_absent && offset == 0 ? "" : path + ": missing";
+    if (static_cast<uint64_t>(offset) > *size) {
+      return path + ": shorter (" + std::to_string(*size) + " bytes) than committed (" + std::to_string(offset) + ")";
+    }
+    return "";
+  };
+  for (size_t i = 0; i < split_dirs.size(); ++i) {
+    const Value& js = splits[i];
+    if (!js.is_object() || GetInt(js, "rows_done") < 0 || GetInt(js, "rows_written") < 0) return "bad split counts";
+    if (auto p = offset_ok(JoinPath(split_dirs[i], "data.jsonl"), GetInt(js, "data_bytes"), false); !p.empty()) {
+      return p;
+    }
+  }
+  if (GetInt(journal, "rows_failed") < 0) return "bad rows_failed";
+  if (auto p = offset_ok(JoinPath(work_dir, "errors.jsonl"), GetInt(journal, "errors_bytes"), false); !p.empty()) {
+    return p;
+  }
+  int64_t usage = std::max<int64_t>(0, GetInt(journal, "usage_bytes"));
+  if (auto p = offset_ok(JoinPath(work_dir, "usage.jsonl"), usage, true); !p.empty()) return p;
+  return "";
+}
 
 }  // namespace
 
@@ -79,9 +111,21 @@ Status ShardWriter::Start() {
     auto v = ParseJson(*journal_text);
     const Value* fp = v.ok() ? v->Find("fingerprint") : nullptr;
     const Value* sp = v.ok() ? v->Find("splits") : nullptr;
+    if (fp && fp->is_string() && fp->as_string() != Hex(options_.fingerprint)) {
+      LOG_WARN("shard " << options_.shard_id << ": the config or its input files changed since the partial output "
+                        << "in " << work_dir_ << " was written; restarting the shard from scratch");
+    }
     if (fp && fp->is_string() && fp->as_string() == Hex(options_.fingerprint) && sp && sp->is_array() &&
         sp->size() == splits_.size()) {
-      journal = *v;
+      std::vector<std::string> dirs;
+      for (const auto& s : splits_) dirs.push_back(s.dir);
+      std::string problem = JournalProblem(env_, *v, dirs, work_dir_);
+      if (problem.empty()) {
+        journal = *v;
+      } else {
+        LOG_WARN("shard " << options_.shard_id << ": the journal does not match its files (" << problem
+                          << "); restarting the shard from scratch");
+      }
     }
   }
   if (journal) {

@@ -22,6 +22,7 @@ struct RowState {
   int64_t prompt_tokens = 0;      // over the row's generations, retries included
   int64_t completion_tokens = 0;
   int64_t generations = 0;
+  int64_t cached_generations = 0;  // of `generations`, answered by the generation cache
   std::vector<std::string> warnings;  // caveats of successful generations (errors.jsonl warnings)
 };
 
@@ -38,7 +39,8 @@ std::string UsageLine(const RowState& st) {
   if (st.generations == 0) return "";
   return "{\"row_index\":" + std::to_string(st.row_index) + ",\"prompt_tokens\":" + std::to_string(st.prompt_tokens) +
          ",\"completion_tokens\":" + std::to_string(st.completion_tokens) +
-         ",\"generations\":" + std::to_string(st.generations) + "}\n";
+         ",\"generations\":" + std::to_string(st.generations) +
+         ",\"cached_generations\":" + std::to_string(st.cached_generations) + "}\n";
 }
 
 struct Event {
@@ -177,6 +179,9 @@ class Scheduler {
     --totals_->in_flight;
     totals_->prompt_tokens += r.prompt_tokens;
     totals_->completion_tokens += r.completion_tokens;
+    totals_->cached_generations += r.cached_generations;
+    totals_->cached_prompt_tokens += r.cached_prompt_tokens;
+    totals_->cached_completion_tokens += r.cached_completion_tokens;
     auto it = active_.find(seq);
     if (it == active_.end()) return;
     RowState st = std::move(it->second);
@@ -184,6 +189,7 @@ class Scheduler {
     st.prompt_tokens += r.prompt_tokens;
     st.completion_tokens += r.completion_tokens;
     st.generations += r.attempts;
+    st.cached_generations += r.cached_generations;
     if (r.fatal && !r.status.ok()) {
       if (fatal_.ok()) fatal_ = r.status.WithContext(st.source);
       return;

@@ -30,6 +30,10 @@ struct StreamTotals {
   std::atomic<int64_t> prompt_tokens{0};
   std::atomic<int64_t> completion_tokens{0};
   std::atomic<int64_t> generations{0};  // requests sent, retries included
+  // Of the above, answered by the generation cache instead of the engine.
+  std::atomic<int64_t> cached_generations{0};
+  std::atomic<int64_t> cached_prompt_tokens{0};
+  std::atomic<int64_t> cached_completion_tokens{0};
   std::atomic<int64_t> in_flight{0};    // generations submitted and not yet answered
 };
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "data/json.h"
+#include "process/mmproj.h"
 #include "process/model_ref.h"
 #include "util/process.h"
 #include "util/env.h"
@@ -88,9 +89,15 @@ Result<std::unique_ptr<engine::Engine>> CreateManaged(const config::Processor& p
     if (!local.ok()) return local.status().WithContext(Where(p));
     model = *local;
   }
+  config::Processor resolved = p;
+  if (p.llm.backend == "llama-server" && p.llm.server_command.empty()) {
+    auto mmproj = ResolveMmprojPath(Env::Default(), model, p.llm.mmproj_path, fo.env_lookup);
+    if (!mmproj.ok()) return mmproj.status().WithContext(Where(p));
+    resolved.llm.mmproj_path = *mmproj;
+  }
   auto port = FindFreeLoopbackPort();
   if (!port.ok()) return port.status().WithContext(Where(p));
-  auto argv = BuildServerCommand(p, *port, model, LlamaServerDir());
+  auto argv = BuildServerCommand(resolved, *port, model, LlamaServerDir());
   if (!argv.ok()) return argv.status();
   engine::ManagedServerOptions so;
   so.name = p.llm.backend;
@@ -157,7 +164,8 @@ Result<std::vector<std::string>> BuildServerCommand(const config::Processor& p, 
     argv = {"vllm", "serve", model, "--host", "127.0.0.1", "--port", port_s, "--tensor-parallel-size", tp};
     if (llm.trust_remote_code) argv.push_back("--trust-remote-code");
     if (llm.disable_custom_all_reduce) argv.push_back("--disable-custom-all-reduce");
-    if (!llm.chat_template.empty()) argv.insert(argv.end(), {"--chat-template", llm.chat_template});
+    // vllm's --chat-template takes a file (or template text), not the original's names.
+    if (llm.chat_template.find('/') != std::string::npos) argv.insert(argv.end(), {"--chat-template", llm.chat_template});
     if (auto n = IntArg(extra, "max_running_requests")) argv.insert(argv.end(), {"--max-num-seqs", std::to_string(*n)});
     if (auto n = IntArg(extra, "context_length")) argv.insert(argv.end(), {"--max-model-len", std::to_string(*n)});
     consumed = {"max_running_requests", "context_length"};
@@ -168,10 +176,12 @@ Result<std::vector<std::string>> BuildServerCommand(const config::Processor& p, 
     int64_t ctx = IntArg(extra, "n_ctx").value_or(per_slot * slots);
     argv = {JoinPath(llama_server_dir.empty() ? "." : llama_server_dir, "llama-server"), "-m", model, "--host",
             "127.0.0.1", "--port", port_s, "-np", std::to_string(slots), "-c", std::to_string(ctx)};
-    if (!llm.chat_template.empty()) {
-      bool file = llm.chat_template.find('/') != std::string::npos;
-      argv.insert(argv.end(), {file ? "--chat-template-file" : "--chat-template", llm.chat_template});
-    }
+    // A template file is passed on; a name (the original's qwen2-vl, llava, ...) is not one llama-server knows:
+    // the GGUF's own template is used.
+    if (!llm.chat_template.empty() && llm.chat_template.find('/') != std::string::npos)
+      argv.insert(argv.end(), {"--chat-template-file", llm.chat_template});
+    if (!llm.mmproj_path.empty() && llm.mmproj_path != kMmprojAuto)
+      argv.insert(argv.end(), {"--mmproj", llm.mmproj_path});
     static const std::vector<std::pair<const char*, const char*>> kRenames = {
         {"n_batch", "--batch-size"}, {"chunked_prefill_size", "--batch-size"}, {"n_ubatch", "--ubatch-size"},
         {"n_threads", "--threads"}, {"random_seed", "--seed"}};
@@ -184,7 +194,7 @@ Result<std::vector<std::string>> BuildServerCommand(const config::Processor& p, 
   } else {
     return Status::InvalidArgument(Where(p) + ": backend '" + llm.backend + "' does not start a server");
   }
-  consumed.insert({"tp_size", "model_path"});
+  consumed.insert({"tp_size", "model_path", "image_cache_mib"});
   if (extra.is_object()) {
     for (const auto& [k, v] : extra.as_object())
       if (!consumed.count(k)) AppendFlag(k, v, &argv);

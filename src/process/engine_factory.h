@@ -43,7 +43,9 @@ Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Process
 // --max-model-len; llama-server max_running_requests → -np (default 8), context_length → context per slot
 // (default 4096), n_ctx → -c, n_batch/chunked_prefill_size → --batch-size, n_ubatch → --ubatch-size, n_threads →
 // --threads; the embedded engine's own keys (prefix_reuse, min_prefix_tokens, batch_barrier) are dropped.
-// trust_remote_code / disable_custom_all_reduce become flags for sglang and vllm; chat_template is passed on.
+// trust_remote_code / disable_custom_all_reduce become flags for sglang and vllm; chat_template is passed on to
+// sglang, and to vllm / llama-server only when it is a file path (a name is not one they know); llama-server gets
+// `--mmproj <mmproj_path>` when it is set to a file (CreateManaged resolves "auto" first, see process/mmproj.h).
 // `model_path` is the (resolved) model. Pure.
 Result<std::vector<std::string>> BuildServerCommand(const config::Processor& processor, int port,
                                                     const std::string& model_path,

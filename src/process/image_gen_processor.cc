@@ -84,6 +84,7 @@ struct Sample {
   size_t output_index = 0;
   std::string body;
   std::string stem;            // file name without extension (path mode)
+  std::string file;            // file name in output_dir (path mode), claimed when the sample is submitted
   int64_t sample_index = 0;
   std::string prompt_preview;  // for error messages
   int attempts = 0;
@@ -201,6 +202,7 @@ class ImageGenProcessor final : public OutputProcessor {
         rendered = *f;
       }
       s->stem = SanitizeFileStem(rendered);
+      s->file = ClaimName(s.get());  // in submission order: rows reach the first output in input order
     }
     if (!loop_->Post([this, s] {
           queue_.push_back(s);
@@ -394,7 +396,7 @@ class ImageGenProcessor final : public OutputProcessor {
       *value = std::move(im);
       return Status::OK();
     }
-    std::string file = ClaimName(s);
+    const std::string& file = s->file;
     std::string path = output_dir_ + "/" + file;
     if (Dirname(path) != output_dir_ || file.find('/') != std::string::npos)  // by construction; checked anyway
       return Status::Internal("refusing to write outside output_dir: " + path);
@@ -405,7 +407,7 @@ class ImageGenProcessor final : public OutputProcessor {
   }
 
   // The file name of a sample: <stem>.<ext>; when another sample of this run already took that name (a template
-  // that is not unique per row), <stem>.<sample_index>.<ext>. The same sample (a retry) keeps its name.
+  // that is not unique per row), <stem>.<sample_index>.<ext>. The same sample (redone) keeps its name.
   std::string ClaimName(const Sample* s) {
     std::lock_guard<std::mutex> l(names_mu_);
     std::pair<size_t, int64_t> who{s->output_index, s->sample_index};

@@ -42,8 +42,15 @@ Result<EngineOptionsMapping> MapEngineOptions(const config::Processor& p) {
   EngineOptionsMapping m;
   engine::LlamaEngineOptions& o = m.options;
   o.model_path = p.llm.model_path;
-  if (!p.llm.chat_template.empty() && p.llm.chat_template.find('/') != std::string::npos)
+  if (!p.llm.chat_template.empty() && p.llm.chat_template.find('/') != std::string::npos) {
     o.chat_template_file = p.llm.chat_template;
+  } else if (!p.llm.chat_template.empty()) {
+    // The original's names (qwen2-vl, llava, internvl, phi3_v, ...) pick an HF processor's template; a GGUF
+    // carries its own, and its projector decides how images are tokenized.
+    m.warnings.push_back(Where(p, "chat_template") + " '" + p.llm.chat_template +
+                         "' is a template name: the embedded engine uses the GGUF's own chat template (give a "
+                         "template file path to override it)");
+  }
   std::optional<int64_t> n_ctx_total;
   const Value& extra = p.llm.extra_engine_args;
   static const std::set<std::string> kIgnoredQuietly = {"trust_remote_code", "disable_custom_all_reduce", "tp_size",
@@ -53,6 +60,16 @@ Result<EngineOptionsMapping> MapEngineOptions(const config::Processor& p) {
       std::string f = "extra_engine_args." + k;
       if (k == "max_running_requests" || k == "n_parallel") {
         MMIRAGE_ASSIGN_OR_RETURN(int64_t x, AsInt(p, f, v));
+        // llama.cpp holds at most 256 sequences (LLAMA_MAX_SEQ), one of them the shared prefix. SGLang's
+        // max_running_requests is only an upper bound, so a larger value (the original's benchmark config asks
+        // for 1000) is capped, not an error.
+        constexpr int64_t kMaxParallel = 255;
+        if (x > kMaxParallel) {
+          m.warnings.push_back(Where(p, f) + " = " + std::to_string(x) + " exceeds the embedded engine's " +
+                               std::to_string(kMaxParallel) + " parallel sequences; using " +
+                               std::to_string(kMaxParallel));
+          x = kMaxParallel;
+        }
         o.n_parallel = static_cast<int>(std::max<int64_t>(1, x));
       } else if (k == "context_length" || k == "n_ctx_seq") {
         MMIRAGE_ASSIGN_OR_RETURN(int64_t x, AsInt(p, f, v));
@@ -83,6 +100,9 @@ Result<EngineOptionsMapping> MapEngineOptions(const config::Processor& p) {
         MMIRAGE_ASSIGN_OR_RETURN(o.prefix_reuse, AsBool(p, f, v));
       } else if (k == "batch_barrier") {  // debug: the original's batch-synchronous loop, for benchmarks
         MMIRAGE_ASSIGN_OR_RETURN(o.batch_barrier, AsBool(p, f, v));
+      } else if (k == "image_cache_mib") {  // image-encode reuse budget; 0 turns reuse off
+        MMIRAGE_ASSIGN_OR_RETURN(int64_t x, AsInt(p, f, v));
+        o.image_cache_bytes = static_cast<size_t>(std::max<int64_t>(0, x)) << 20;
       } else if (k == "min_prefix_tokens") {
         MMIRAGE_ASSIGN_OR_RETURN(int64_t x, AsInt(p, f, v));
         o.min_prefix_tokens = static_cast<int>(x);

@@ -2,12 +2,17 @@
 
 #include <algorithm>
 
+#include "cache/generation_cache.h"
 #include "data/utf8.h"
+#include "process/cache_key.h"
+#include "process/image_inputs.h"
 #include "process/custom_processor.h"
 #include "process/image_gen_processor.h"
 #include "process/json_output.h"
 #include "process/llm_options.h"
+#include "process/mmproj.h"
 #include "process/model_ref.h"
+#include "util/log.h"
 
 namespace mmirage::process {
 
@@ -17,6 +22,8 @@ struct OutputGenerator::Route {
   engine::Engine* engine = nullptr;
   OutputProcessor* processor = nullptr;  // custom / image_gen outputs
   engine::Request base;  // sampling, kwargs, schema; prompt filled per row
+  std::string model_identity;  // non-empty: deterministic requests use the generation cache
+  std::vector<std::string> image_names;  // the config's image variables, by name (see image_inputs.h)
 };
 
 // One row's generation of one output, across retries.
@@ -25,6 +32,8 @@ struct OutputGenerator::Attempt {
   engine::Request request;
   std::function<void(GenerateResult)> done;
   GenerateResult result;
+  std::string cache_key;  // of the request in flight; empty when it bypasses the cache
+  bool cacheable = false;  // the first request was deterministic (retries of a sampled one bypass the cache too)
 };
 
 namespace {
@@ -39,6 +48,9 @@ EngineFactory LlamaEngineFactory() {
     auto local = ResolveModelPath(Env::Default(), m.options.model_path, config::ProcessEnvLookup());
     if (!local.ok()) return local.status().WithContext(p.loc.ToString() + ": processor 'llm'");
     m.options.model_path = *local;
+    auto mmproj = ResolveMmprojPath(Env::Default(), *local, p.llm.mmproj_path, config::ProcessEnvLookup());
+    if (!mmproj.ok()) return mmproj.status().WithContext(p.loc.ToString() + ": processor 'llm'");
+    m.options.mmproj_path = *mmproj;
     auto e = engine::CreateLlamaEngine(m.options);
     if (!e.ok()) return e.status().WithContext(p.loc.ToString() + ": processor 'llm'");
     return e;
@@ -80,7 +92,10 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
                                      "' processor, which this build cannot run yet");
     }
     if (!g->engines_.count(o.type)) {
-      MMIRAGE_ASSIGN_OR_RETURN(auto e, factory(*p, warnings));
+      config::Processor pc = *p;
+      // Image inputs need a projector: without server_args.mmproj_path, look for one next to the model.
+      if (pc.llm.mmproj_path.empty() && ConfigHasImageInputs(config)) pc.llm.mmproj_path = kMmprojAuto;
+      MMIRAGE_ASSIGN_OR_RETURN(auto e, factory(pc, warnings));
       g->engines_[o.type] = std::move(e);
     }
     route->engine = g->engines_[o.type].get();
@@ -89,6 +104,7 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
     route->base.sampling = sm.params;
     route->base.chat_template_kwargs = sm.chat_template_kwargs;
     if (o.json) route->base.json_schema = BuildJsonSchema(o.schema);
+    route->image_names = ImageVariableNames(config);
     g->routes_.push_back(std::move(route));
   }
   return g;
@@ -103,58 +119,129 @@ void OutputGenerator::Generate(size_t output_index, std::string prompt, const Va
   auto a = std::make_shared<Attempt>();
   a->route = routes_[output_index].get();
   a->request = a->route->base;
-  a->request.prompt = std::move(prompt);
   a->done = std::move(done);
+  if (!a->route->image_names.empty()) {
+    Result<PlacedImages> placed = PlaceImages(std::move(prompt), vars, a->route->image_names);
+    if (!placed.ok()) {
+      a->result.status = placed.status().WithContext("output '" + a->route->output->name + "'");
+      a->done(std::move(a->result));
+      return;
+    }
+    a->request.prompt = std::move(placed->prompt);
+    a->request.images = std::move(placed->images);
+  } else {
+    a->request.prompt = std::move(prompt);
+  }
+  a->cacheable = cache_ != nullptr && !a->route->model_identity.empty() && IsDeterministic(a->request.sampling);
   Submit(std::move(a));
 }
 
+void OutputGenerator::EnableCache(cache::GenerationCache* cache) {
+  cache_ = cache;
+  if (cache == nullptr) return;
+  const uint64_t start_us = Env::Default()->MonotonicMicros();
+  std::map<const config::Processor*, std::string> identities;
+  for (auto& r : routes_) {
+    const config::Processor* p = config_->FindProcessor(r->output->type);
+    if (p == nullptr || p->type != "llm" || r->processor != nullptr) continue;  // custom / image_gen: not cached
+    if (!identities.count(p)) {
+      std::string model = p->llm.model_path;
+      if (IsHfModelRef(model)) {  // already downloaded by the engine factory: a local lookup
+        auto local = ResolveModelPath(Env::Default(), model, config::ProcessEnvLookup());
+        model = local.ok() ? *local : "";
+      }
+      auto id = ModelIdentity(Env::Default(), *p, model);
+      if (!id.ok()) LOG_WARN(p->loc.ToString() << ": generation cache off for this processor: " << id.status().message());
+      identities[p] = id.ok() ? *id : "";
+    }
+    r->model_identity = identities[p];
+  }
+  cache_key_us_ += static_cast<int64_t>(Env::Default()->MonotonicMicros() - start_us);
+}
+
+double OutputGenerator::CacheKeySeconds() const { return static_cast<double>(cache_key_us_.load()) / 1e6; }
+
 void OutputGenerator::Submit(std::shared_ptr<Attempt> a) {
   ++a->result.attempts;
-  engine::Engine* e = a->route->engine;
-  e->Submit(a->request, [this, a](engine::Completion c) {
-    GenerateResult& r = a->result;
-    r.prompt_tokens += c.prompt_tokens;
-    r.completion_tokens += c.completion_tokens;
-    const config::OutputVar& o = *a->route->output;
-    Status st;
-    Value value;
-    if (c.finish == engine::FinishReason::kError) {
-      st = c.error.ok() ? Status::Internal("generation failed") : c.error;
-    } else {
-      // A generation cut at a token boundary can end inside a character: keep the output valid UTF-8.
-      std::string text = ToValidUtf8(c.text);
-      size_t b = text.find_first_not_of(" \t\r\n"), en = text.find_last_not_of(" \t\r\n");
-      text = b == std::string::npos ? "" : text.substr(b, en - b + 1);
-      if (o.json) {
-        auto checked = CheckJsonOutput(text, o.schema);
-        if (checked.ok()) {
-          value = std::move(*checked);
-        } else {
-          st = checked.status();
-          if (c.finish == engine::FinishReason::kLength)
-            st = st.WithContext("cut at max_new_tokens=" + std::to_string(a->request.sampling.max_new_tokens));
-        }
-      } else {
-        value = Value(std::move(text));
-      }
-    }
-    bool retryable = !st.ok() && !c.error.IsInvalidArgument();  // a prompt too long for the context stays so
-    if (!st.ok() && retryable && r.attempts <= o.generation_retries) {
-      // Regenerate: another seed, more room when the output was cut, and sampling instead of greedy decoding
-      // (a greedy retry would repeat the same output token for token).
-      engine::SamplingParams& sp = a->request.sampling;
-      sp.seed = sp.seed.value_or(0) + 7919u * static_cast<uint64_t>(r.attempts);
-      if (c.finish == engine::FinishReason::kLength) sp.max_new_tokens *= 2;
-      if (sp.temperature <= 0) sp.temperature = kRetryTemperature;
-      Submit(a);
+  a->cache_key.clear();
+  if (a->cacheable) {
+    const uint64_t start_us = Env::Default()->MonotonicMicros();
+    a->cache_key = RequestKey(a->route->model_identity, a->request);
+    cache_key_us_ += static_cast<int64_t>(Env::Default()->MonotonicMicros() - start_us);
+    std::optional<cache::CacheEntry> hit;
+    if (!a->cache_key.empty()) hit = cache_->Lookup(a->cache_key);
+    if (hit) {
+      engine::Completion c;
+      c.text = std::move(hit->text);
+      c.prompt_tokens = hit->prompt_tokens;
+      c.completion_tokens = hit->completion_tokens;
+      c.finish = hit->finish == 1 ? engine::FinishReason::kLength : engine::FinishReason::kStop;
+      OnCompletion(a, std::move(c), /*cached=*/true);
       return;
     }
-    r.status = st.ok() ? Status::OK()
-                       : st.WithContext("output '" + o.name + "' (" + std::to_string(r.attempts) + " attempt" +
-                                        (r.attempts > 1 ? "s" : "") + ")");
-    r.value = std::move(value);
-    a->done(std::move(r));
+  }
+  engine::Engine* e = a->route->engine;
+  e->Submit(a->request, [this, a](engine::Completion c) {
+    if (!a->cache_key.empty() && c.finish != engine::FinishReason::kError) {
+      cache::CacheEntry entry;
+      entry.text = c.text;
+      entry.prompt_tokens = c.prompt_tokens;
+      entry.completion_tokens = c.completion_tokens;
+      entry.finish = c.finish == engine::FinishReason::kLength ? 1 : 0;
+      cache_->Insert(a->cache_key, entry);
+    }
+    OnCompletion(a, std::move(c), /*cached=*/false);
   });
+}
+
+void OutputGenerator::OnCompletion(const std::shared_ptr<Attempt>& a, engine::Completion c, bool cached) {
+  GenerateResult& r = a->result;
+  r.prompt_tokens += c.prompt_tokens;
+  r.completion_tokens += c.completion_tokens;
+  if (cached) {
+    ++r.cached_generations;
+    r.cached_prompt_tokens += c.prompt_tokens;
+    r.cached_completion_tokens += c.completion_tokens;
+  }
+  const config::OutputVar& o = *a->route->output;
+  Status st;
+  Value value;
+  if (c.finish == engine::FinishReason::kError) {
+    st = c.error.ok() ? Status::Internal("generation failed") : c.error;
+  } else {
+    // A generation cut at a token boundary can end inside a character: keep the output valid UTF-8.
+    std::string text = ToValidUtf8(c.text);
+    size_t b = text.find_first_not_of(" \t\r\n"), en = text.find_last_not_of(" \t\r\n");
+    text = b == std::string::npos ? "" : text.substr(b, en - b + 1);
+    if (o.json) {
+      auto checked = CheckJsonOutput(text, o.schema);
+      if (checked.ok()) {
+        value = std::move(*checked);
+      } else {
+        st = checked.status();
+        if (c.finish == engine::FinishReason::kLength)
+          st = st.WithContext("cut at max_new_tokens=" + std::to_string(a->request.sampling.max_new_tokens));
+      }
+    } else {
+      value = Value(std::move(text));
+    }
+  }
+  bool retryable = !st.ok() && !c.error.IsInvalidArgument();  // a prompt too long for the context stays so
+  if (!st.ok() && retryable && r.attempts <= o.generation_retries) {
+    // Regenerate: another seed, more room when the output was cut, and sampling instead of greedy decoding
+    // (a greedy retry would repeat the same output token for token).
+    engine::SamplingParams& sp = a->request.sampling;
+    sp.seed = sp.seed.value_or(0) + 7919u * static_cast<uint64_t>(r.attempts);
+    if (c.finish == engine::FinishReason::kLength) sp.max_new_tokens *= 2;
+    if (sp.temperature <= 0) sp.temperature = kRetryTemperature;
+    Submit(a);
+    return;
+  }
+  r.status = st.ok() ? Status::OK()
+                     : st.WithContext("output '" + o.name + "' (" + std::to_string(r.attempts) + " attempt" +
+                                      (r.attempts > 1 ? "s" : "") + ")");
+  r.value = std::move(value);
+  a->done(std::move(r));
 }
 
 int OutputGenerator::Capacity() const {
@@ -185,6 +272,9 @@ engine::EngineCounters OutputGenerator::Counters() const {
     sum.prompt_tokens_reused += c.prompt_tokens_reused;
     sum.tokens_generated += c.tokens_generated;
     sum.decode_calls += c.decode_calls;
+    sum.images_encoded += c.images_encoded;
+    sum.images_reused += c.images_reused;
+    sum.image_tokens += c.image_tokens;
   }
   return sum;
 }

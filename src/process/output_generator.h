@@ -7,6 +7,7 @@
 // Thread-safety: Generate may be called from any thread; `done` runs on an engine thread and must be quick.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -16,6 +17,10 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "process/output_processor.h"
+
+namespace mmirage::cache {
+class GenerationCache;
+}  // namespace mmirage::cache
 
 namespace mmirage::process {
 
@@ -27,18 +32,28 @@ EngineFactory LlamaEngineFactory();
 
 class OutputGenerator {
  public:
-  // Creates one engine per processor type that some output uses (`llm`), or its OutputProcessor (`custom`,
-  // `image_gen`: started here, workers booted and servers validated). Errors: engine load and processor start
-  // failures (located at the processor), a processor type this build cannot run (batch_api).
+  // Creates one engine per processor type that some output uses (`llm`; a config with image inputs gives the
+  // factory the processor with server_args.mmproj_path "auto" when unset: see process/mmproj.h), or its
+  // OutputProcessor (`custom`, `image_gen`: started here, workers booted and servers validated). Errors: engine
+  // load and processor start failures (located at the processor), a processor type this build cannot run
+  // (batch_api).
   static Result<std::unique_ptr<OutputGenerator>> Create(const config::Config& config, const EngineFactory& factory,
                                                          std::vector<std::string>* warnings);
   ~OutputGenerator();
 
   // `vars` is the row's variable environment so far (inputs and earlier outputs, an object): processors that need
-  // more than the prompt (images, user functions, extra templates) read it. REQUIRES: config.processing.outputs
-  // [output_index] is a model output.
+  // more than the prompt (images, user functions, extra templates) read it. The config's image variables become
+  // the request's images of `llm` outputs (process/image_inputs.h); an unusable image value finishes at once, on
+  // this thread, with an error. REQUIRES: config.processing.outputs[output_index] is a model output.
   void Generate(size_t output_index, std::string prompt, const Value& vars, const RowInfo& row,
                 std::function<void(GenerateResult)> done);
+
+  // Looks deterministic requests up in `cache` (borrowed; must outlive this generator's generations) before the
+  // engine, and stores what the engine generates. Computes each processor's model identity (process/cache_key.h);
+  // a processor whose identity cannot be computed runs uncached, with a warning. Call before Generate.
+  void EnableCache(cache::GenerationCache* cache);
+  // Seconds spent on the cache's behalf outside the cache itself: model identities and request keys.
+  double CacheKeySeconds() const;
 
   int Capacity() const;           // sum of the engines' parallel slots
   double LoadSeconds() const;     // sum of the engines' load times
@@ -51,11 +66,14 @@ class OutputGenerator {
   struct Attempt;
   explicit OutputGenerator(const config::Config* config);
   void Submit(std::shared_ptr<Attempt> attempt);
+  void OnCompletion(const std::shared_ptr<Attempt>& attempt, engine::Completion c, bool cached);
 
   const config::Config* config_;
   std::map<std::string, std::unique_ptr<engine::Engine>> engines_;  // by processor type
   std::map<std::string, std::unique_ptr<OutputProcessor>> processors_;  // by processor type (custom, image_gen)
   std::vector<std::unique_ptr<Route>> routes_;                     // by output index
+  cache::GenerationCache* cache_ = nullptr;
+  std::atomic<int64_t> cache_key_us_{0};
 };
 
 }  // namespace mmirage::process

@@ -29,6 +29,10 @@ struct GenerateResult {
   // The row succeeded, but with a caveat recorded in errors.jsonl as a warning (e.g. fallback_value was stored
   // because the function raised or timed out).
   std::vector<std::string> warnings;
+  // Attempts answered by the generation cache (their tokens are included above, and counted here too).
+  int cached_generations = 0;
+  int64_t cached_prompt_tokens = 0;
+  int64_t cached_completion_tokens = 0;
 };
 
 // Which row a generation is for.

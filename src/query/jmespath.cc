@@ -1,6 +1,8 @@
 #include "query/jmespath.h"
 
+
 #include <array>
+#include <exception>
 #include <utility>
 #include <vector>
 
@@ -81,8 +83,14 @@ Result<Value> Expression::Evaluate(const Value& data) const {
     const Value* found = WalkPath(program_->path, data);
     return found != nullptr ? *found : Value();
   }
-  MMIRAGE_ASSIGN_OR_RETURN(internal::Ref result, internal::EvalNode(*program_->root, data));
-  return std::move(result).Take();
+  // Last line of defence: the interpreter reports data errors as values; an allocation failure (std::bad_alloc,
+  // std::length_error) on hostile data must still fail the row, never the process.
+  try {
+    MMIRAGE_ASSIGN_OR_RETURN(internal::Ref result, internal::EvalNode(*program_->root, data));
+    return std::move(result).Take();
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("invalid-value: evaluation failed: ") + e.what());
+  }
 }
 
 const std::string& Expression::text() const {

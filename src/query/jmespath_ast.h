@@ -44,6 +44,9 @@ enum class Comparator : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
 
 struct Node {
   explicit Node(NodeType t, size_t offset_bytes) : type(t), offset(offset_bytes) {}
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  ~Node();  // iterative, so that a long chain (`a.b.c...`) never overflows the stack
 
   NodeType type;
   Comparator op = Comparator::kEq;
@@ -73,6 +76,10 @@ int ColumnOf(std::string_view text, size_t offset);
 
 // "syntax error at column N: <detail> (in '<text>')", as Status::InvalidArgument.
 Status SyntaxError(std::string_view text, size_t offset, std::string_view detail);
+
+// The deepest AST Parse accepts (a deeper one is a syntax error "expression nested too deeply"), so that
+// evaluating it can never overflow the stack.
+constexpr int kMaxTreeDepth = 300;
 
 // Parses `text` into an AST, resolving function names. Errors as documented in Expression::Compile.
 Result<NodePtr> Parse(std::string_view text);

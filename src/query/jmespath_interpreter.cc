@@ -1,5 +1,7 @@
 #include "query/jmespath_interpreter.h"
 
+#include "data/py_slice.h"
+
 #include <vector>
 
 #include "query/jmespath_functions.h"
@@ -25,24 +27,10 @@ Result<Ref> Slice(const Node& n, const Value& current) {
   const int64_t step = n.slice[2].value_or(1);
   if (step == 0) return Status::InvalidArgument("invalid-value: slice step cannot be 0");
   const Value::Array& a = current.as_array();
-  const int64_t len = static_cast<int64_t>(a.size());
-  auto cap = [&](int64_t v) {
-    if (v < 0) {
-      v += len;
-      if (v < 0) v = step < 0 ? -1 : 0;
-    } else if (v >= len) {
-      v = step < 0 ? len - 1 : len;
-    }
-    return v;
-  };
-  int64_t start = n.slice[0].has_value() ? cap(*n.slice[0]) : (step < 0 ? len - 1 : 0);
-  int64_t stop = n.slice[1].has_value() ? cap(*n.slice[1]) : (step < 0 ? -1 : len);
+  SliceIndices idx = PySliceIndices(static_cast<int64_t>(a.size()), n.slice[0], n.slice[1], step);
   Value::Array out;
-  if (step > 0) {
-    for (int64_t i = start; i < stop; i += step) out.push_back(a[static_cast<size_t>(i)]);
-  } else {
-    for (int64_t i = start; i > stop; i += step) out.push_back(a[static_cast<size_t>(i)]);
-  }
+  out.reserve(idx.count);
+  for (size_t k = 0; k < idx.count; ++k) out.push_back(a[static_cast<size_t>(idx.first + idx.step * int64_t(k))]);
   return Ref::Own(Value(std::move(out)));
 }
 

@@ -399,9 +399,46 @@ Status SyntaxError(std::string_view text, size_t offset, std::string_view detail
   return Status::InvalidArgument(std::move(msg));
 }
 
+Node::~Node() {
+  std::vector<NodePtr> pending;
+  for (auto& c : children) {
+    if (c) pending.push_back(std::move(c));
+  }
+  while (!pending.empty()) {
+    NodePtr n = std::move(pending.back());
+    pending.pop_back();
+    for (auto& c : n->children) {
+      if (c) pending.push_back(std::move(c));
+    }
+  }
+}
+
+namespace {
+// The offset of a node deeper than kMaxTreeDepth, or nullopt (iterative walk).
+std::optional<size_t> TooDeepAt(const Node& root) {
+  std::vector<std::pair<const Node*, int>> stack = {{&root, 1}};
+  while (!stack.empty()) {
+    auto [n, d] = stack.back();
+    stack.pop_back();
+    if (d > kMaxTreeDepth) return n->offset;
+    for (const auto& c : n->children) {
+      if (c) stack.emplace_back(c.get(), d + 1);
+    }
+  }
+  return std::nullopt;
+}
+}  // namespace
+
 Result<NodePtr> Parse(std::string_view text) {
   MMIRAGE_ASSIGN_OR_RETURN(std::vector<Token> tokens, Tokenize(text));
-  return Parser(text, std::move(tokens)).Run();
+  MMIRAGE_ASSIGN_OR_RETURN(NodePtr root, Parser(text, std::move(tokens)).Run());
+  if (root) {
+    if (auto at = TooDeepAt(*root)) {
+      return SyntaxError(text, *at, "expression nested too deeply (the limit is " + std::to_string(kMaxTreeDepth) +
+                                        " levels)");
+    }
+  }
+  return root;
 }
 
 }  // namespace mmirage::query::internal

@@ -1,6 +1,6 @@
 // The state directory (spec pipeline.md §9.2, our format in docs/state_format.md): per shard
 // `<state_dir>/shard_<id>/status.json` (2-space indent, keys sorted, replaced atomically), one marker
-// `.RUNNING` / `.SUCCESS` / `.FAILED`, and `attempts.log`, an append-only line per attempt so that the retry
+// `.RUNNING` / `.SUBMITTED` / `.SUCCESS` / `.FAILED`, and `attempts.log`, an append-only line per attempt so that the retry
 // budget survives a corrupted or deleted status.json (the original resets it).
 // Thread-safety: a ShardState touches only its shard's directory; one writer process per shard at a time.
 #pragma once
@@ -16,7 +16,7 @@
 namespace mmirage {
 
 struct ShardRecord {
-  std::string status = "missing";  // running | success | failed | missing | unknown
+  std::string status = "missing";  // running | submitted | success | failed | missing | unknown
   int64_t retry_count = 0;         // attempt number of the current/last attempt
   int64_t shard_id = 0;
   std::optional<std::string> started_at, finished_at, error;
@@ -26,7 +26,14 @@ struct ShardRecord {
   Value datasets = Value::EmptyArray();  // [{"image_base_path": str|null, "output_dir": str}]
   Value stats;                           // object or null
   int64_t failed_rows = 0;               // extension: rows recorded in errors.jsonl
-  int64_t attempts_logged = 0;           // lines of attempts.log (not serialised)
+  Value batch;                           // extension, batch_api shards: progress of the provider batches or null
+  int64_t attempts_logged = 0;           // attempt lines of attempts.log (not serialised)
+  // Attempts that count against max_retries (not serialised): the consecutive attempts, since the last budget
+  // reset and since the last attempt that made progress, that committed no new row. An attempt made progress
+  // when its successor (or the shard's progress.json now) shows more rows committed than at its start; such an
+  // attempt, and one stopped by a signal, refunds the budget. So interruptions never exhaust a shard that keeps
+  // moving, while a poison shard (no progress) still stops. Attempt lines without a row count (older state) count.
+  int64_t attempts_spent = 0;
 
   // status.json content (keys sorted, 2-space indent, trailing newline).
   std::string ToJson() const;
@@ -55,7 +62,16 @@ class ShardState {
   // Returns the attempt number (1 for the first).
   Result<int64_t> MarkRunning(const RunInfo& info);
   Status MarkSuccess(Value stats, int64_t failed_rows);
+  // Gives the shard a fresh retry budget: appends "reset <local ISO time>" to attempts.log (fsynced), after which
+  // attempts_spent counts from zero again (retry_count, the attempt number, keeps growing).
+  Status ResetBudget();
+  // An `error` starting "interrupted by " (a stop signal) also appends "interrupted <attempt>" to attempts.log:
+  // such an attempt does not spend the retry budget.
   Status MarkFailed(const std::string& error, int64_t failed_rows);
+  // batch_api: the shard's requests are with the provider (neither success nor failure; marker .SUBMITTED).
+  // `batch` describes them ({"batches_total", "batches_completed", "batches_in_progress", "batches_failed",
+  // "requests_total", "requests_done"}); it is kept by the later MarkSuccess/MarkFailed.
+  Status MarkSubmitted(Value batch);
 
   const std::string& dir() const { return dir_; }
 

@@ -38,6 +38,7 @@ Value AggregateStats(const std::vector<ShardStatsInput>& shards_in, int64_t num_
   std::sort(shards.begin(), shards.end(), [](auto* a, auto* b) { return a->shard_id < b->shard_id; });
 
   int64_t completed = 0, failed_rows = 0, rows = 0, input_tokens = 0, output_tokens = 0;
+  std::optional<double> cost;  // batch_api with prices
   bool any_contributing = false, token_data = false;
   std::optional<double> earliest_start, latest_finish, sum_runtime, min_runtime, max_runtime, sum_load;
   std::optional<int64_t> num_gpus;
@@ -69,6 +70,7 @@ Value AggregateStats(const std::vector<ShardStatsInput>& shards_in, int64_t num_
     if (st.input_tokens || st.output_tokens) token_data = true;
     input_tokens += st.input_tokens.value_or(0);
     output_tokens += st.output_tokens.value_or(0);
+    if (st.cost) cost = cost.value_or(0) + *st.cost;
   }
 
   std::optional<double> wall;
@@ -115,6 +117,7 @@ Value AggregateStats(const std::vector<ShardStatsInput>& shards_in, int64_t num_
         output_tokens > 0 && inference && *inference > 0 ? Value(RoundTo(out_tok / *inference, 2)) : Value());
   v.Set("mean_cpu_util_pct", OptD(cpu_util.Get()));
   v.Set("total_failed_rows", failed_rows);
+  if (cost) v.Set("total_cost", RoundTo(*cost, 6));
   return v;
 }
 
@@ -151,6 +154,7 @@ std::string FormatAggregateTable(const Value& a) {
       {"Mean GPU utilisation", num("mean_gpu_util_pct", "%")},
       {"Mean CPU utilisation", num("mean_cpu_util_pct", "% of a core")},
   };
+  if (a.Find("total_cost")) lines.push_back({"Cost (batch prices)", num("total_cost", "")});
   size_t width = 0;
   for (const auto& l : lines) width = std::max(width, l.label.size());
   std::string out;

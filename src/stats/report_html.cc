@@ -379,7 +379,7 @@ std::string RenderHtmlReport(const RunReport& run, const std::vector<Advice>& ad
     h += "<section id=\"throughput\"><h2>Throughput over time</h2>";
     if (samples) {
       size_t nbins = static_cast<size_t>(
-          std::clamp(std::ceil((t1 - t0) / std::max(1.0, run.timeline_interval_seconds / 2)), 1.0, 120.0));
+          std::clamp(std::ceil((t1 - t0) / std::max(0.5, run.timeline_interval_seconds)), 1.0, 120.0));
       Binned b = BinThroughput(run, t0, t1, nbins);
       h += "<p class=\"note\">Stacked over shards, from the " + Short(run.timeline_interval_seconds) +
            " s samples of <code>timeline.jsonl</code>; hover a column for each shard's value.</p>" + ShardLegend(run);

@@ -62,10 +62,17 @@ Value ShardStats::ToValue() const {
                              4))
              : Value());
   v.Set("prompt_tokens_reused", OptI(prompt_tokens_reused));
+  if (images_encoded || images_reused) {
+    v.Set("images_encoded", OptI(images_encoded));
+    v.Set("images_reused", OptI(images_reused));
+  }
   bool total_rate = output_tokens && *output_tokens > 0 && inf && *inf > 0;
   v.Set("tokens_per_sec", total_rate ? Value(RoundTo(static_cast<double>(*output_tokens) / *inf, 2)) : Value());
   v.Set("cpu_util_mean", OptD(cpu_util_mean));
   v.Set("machine_cpu_util_mean", OptD(machine_cpu_util_mean));
+  if (cost) v.Set("cost", *cost);
+  if (cached_generations) v.Set("cached_generations", *cached_generations);
+  if (cached_output_tokens) v.Set("cached_output_tokens", *cached_output_tokens);
   return v;
 }
 
@@ -78,14 +85,19 @@ ShardStats ShardStats::FromValue(const Value& v) {
   s.gpu_util_min = GetD(v, "gpu_util_min");
   s.gpu_util_max = GetD(v, "gpu_util_max");
   s.gpu_util_samples = GetI(v, "gpu_util_samples").value_or(0);
+  s.cached_generations = GetI(v, "cached_generations");
+  s.cached_output_tokens = GetI(v, "cached_output_tokens");
   s.input_tokens = GetI(v, "input_tokens");
   s.output_tokens = GetI(v, "output_tokens");
   s.num_gpus = GetI(v, "num_gpus");
   s.model_load_seconds = GetD(v, "model_load_seconds");
   s.throughput_rows_per_sec = GetD(v, "throughput_rows_per_sec");
   s.prompt_tokens_reused = GetI(v, "prompt_tokens_reused");
+  s.images_encoded = GetI(v, "images_encoded");
+  s.images_reused = GetI(v, "images_reused");
   s.cpu_util_mean = GetD(v, "cpu_util_mean");
   s.machine_cpu_util_mean = GetD(v, "machine_cpu_util_mean");
+  s.cost = GetD(v, "cost");
   return s;
 }
 

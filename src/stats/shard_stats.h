@@ -22,9 +22,17 @@ struct ShardStats {
   // Extensions (after the spec's keys): prompt tokens served from a shared prefix instead of evaluated, and the
   // output token rate of the whole shard (meaningful on CPU too, where per-GPU rates are null).
   std::optional<int64_t> prompt_tokens_reused;
+  // Extensions (vision): images run through the vision encoder, and images whose encoding was reused (null when
+  // the shard sent no image to the embedded engine).
+  std::optional<int64_t> images_encoded, images_reused;
   // Extensions from the utilisation poller (stats/utilization.h): this process's CPU use in percent of one core
   // (as `top`; above 100 with several busy threads) and the whole machine's CPU use in percent of all cores.
   std::optional<double> cpu_util_mean, machine_cpu_util_mean;
+  // Extension, batch_api with prices configured: what the provider tokens cost (serialised only when set).
+  std::optional<double> cost;
+  // Extensions from the generation cache: generations answered by it and their output tokens. input_tokens and
+  // output_tokens (and every rate) count generated tokens only. Serialised only when set.
+  std::optional<int64_t> cached_generations, cached_output_tokens;
 
   // The object with derived values, keys in the spec's order (§1.3).
   Value ToValue() const;

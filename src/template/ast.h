@@ -34,6 +34,11 @@ using ExprPtr = std::unique_ptr<Expr>;
 //   kTest: [subject, positional...]; kNeg/kPos/kNot: [operand]; kBinary/kAnd/kOr: [lhs, rhs];
 //   kCompare: [operand0, operand1, ...] with cmp_ops between them; kConcat: operands; kCond: [then, cond, else?].
 struct Expr {
+  Expr() = default;
+  Expr(const Expr&) = delete;
+  Expr& operator=(const Expr&) = delete;
+  ~Expr();  // iterative, so that deep trees never overflow the stack
+
   ExprKind kind = ExprKind::kLiteral;
   BinOp bin_op = BinOp::kAdd;
   bool negated = false;  // kTest: `is not`

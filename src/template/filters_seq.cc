@@ -193,6 +193,7 @@ Result<Val> FJoin(Val s, CallArgs& a) {
       if (!first) out += sep;
       first = false;
       AppendStrValue(e, &out);
+      if (out.size() > kMaxStringBytes) return StringTooLarge();
     }
     return Val(Value(std::move(out)));
   }
@@ -206,6 +207,7 @@ Result<Val> FJoin(Val s, CallArgs& a) {
     } else {
       AppendStr(items[i], &out);
     }
+    if (out.size() > kMaxStringBytes) return StringTooLarge();
   }
   return Val(Value(std::move(out)));
 }
@@ -457,6 +459,7 @@ Result<Val> FBatch(Val s, CallArgs& a) {
   }
   if (!tmp.empty()) {
     if (!IsNone(fill)) {
+      if (!ListFits(static_cast<uint64_t>(n))) return ListTooLarge();
       while (static_cast<int64_t>(tmp.size()) < n) tmp.push_back(fill->v());
     }
     out.push_back(Value(std::move(tmp)));
@@ -470,6 +473,7 @@ Result<Val> FSlice(Val s, CallArgs& a) {
   if (sl == nullptr || !IsIntLike(sl->v())) return Err("slice() requires an integer slice count");
   int64_t slices = IntOf(sl->v());
   if (slices <= 0) return Err("integer division or modulo by zero");
+  if (!ListFits(static_cast<uint64_t>(slices))) return ListTooLarge();
   const Val* fill = Arg(a, 1, "fill_with");
   MMIRAGE_ASSIGN_OR_RETURN(std::vector<Val> seq, Iterate(s));
   int64_t length = static_cast<int64_t>(seq.size());

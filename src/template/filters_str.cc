@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -182,12 +183,14 @@ Result<Val> FTruncate(Val s, CallArgs& a) {
     // Python checks len() first: a short enough list/dict comes back unchanged, anything else fails.
     const Value& v = s.v();
     bool sized = s.kind == Kind::kValue && (v.is_array() || (v.is_object() && s.shape != Shape::kNamespace));
-    if (sized && static_cast<int64_t>(v.size()) <= length + leeway) return s;
+    if (sized && (length > INT64_MAX - leeway || static_cast<int64_t>(v.size()) <= length + leeway)) return s;
     return Err("object of type '" + PyTypeName(s) + "' cannot be truncated");
   }
   std::u32string u = ToU32(s.v().as_string());
   int64_t n = static_cast<int64_t>(u.size());
-  if (n <= length + leeway) return s;
+  int64_t allowed;
+  if (__builtin_add_overflow(length, leeway, &allowed)) allowed = INT64_MAX;
+  if (n <= allowed) return s;
   std::u32string head = u.substr(0, static_cast<size_t>(length - end_len));
   if (killwords) return Str(FromU32(head) + end);
   size_t sp = head.rfind(U' ');
@@ -207,7 +210,8 @@ Result<Val> FIndent(Val s, CallArgs& a) {
     ind = w->v().as_string();
   } else {
     MMIRAGE_ASSIGN_OR_RETURN(int64_t width, IntArg(w, 4, "width"));
-    ind.assign(static_cast<size_t>(std::max<int64_t>(0, std::min<int64_t>(width, 100000))), ' ');
+    if (width > kMaxWidth) return WidthTooLarge();
+    ind.assign(static_cast<size_t>(std::max<int64_t>(0, width)), ' ');
   }
   const Val* first = Arg(a, 1, "first");
   const Val* blank = Arg(a, 2, "blank");
@@ -219,6 +223,7 @@ Result<Val> FIndent(Val s, CallArgs& a) {
     for (size_t i = 0; i < lines.size(); ++i) {
       if (i) rv += "\n" + ind;
       rv += lines[i];
+      if (rv.size() > kMaxStringBytes) return StringTooLarge();
     }
   } else {
     rv = lines.empty() ? "" : lines[0];
@@ -226,6 +231,7 @@ Result<Val> FIndent(Val s, CallArgs& a) {
       rv += "\n";
       if (!lines[i].empty()) rv += ind;
       rv += lines[i];
+      if (rv.size() > kMaxStringBytes) return StringTooLarge();
     }
   }
   if (first != nullptr && Truthy(*first)) rv = ind + rv;
@@ -319,6 +325,7 @@ Result<Val> FWordwrap(Val s, CallArgs& a) {
   for (const Value& l : lines_v.v().as_array()) {
     if (!first) out += wrapstring;
     first = false;
+    if (out.size() > kMaxStringBytes) return StringTooLarge();
     auto wrapped = Wrap(ToU32(l.as_string()), width, bl == nullptr || Truthy(*bl), bh == nullptr || Truthy(*bh));
     for (size_t i = 0; i < wrapped.size(); ++i) {
       if (i) out += wrapstring;
@@ -492,6 +499,7 @@ Result<Val> FTojson(Val s, CallArgs& a) {
   MMIRAGE_TRY(CheckArgs(a, "tojson", 1, {"indent"}));
   const Val* ind = Arg(a, 0, "indent");
   MMIRAGE_ASSIGN_OR_RETURN(int64_t indent, IntArg(IsNone(ind) ? nullptr : ind, 0, "indent"));
+  if (indent > kMaxWidth) return WidthTooLarge();
   MMIRAGE_ASSIGN_OR_RETURN(std::string j, HtmlSafeJson(s, static_cast<int>(std::min<int64_t>(indent, 64))));
   Val r = Str(j);
   r.shape = Shape::kMarkup;

@@ -234,6 +234,7 @@ Result<Val> StrMethod(const std::string& s, std::string_view name, const std::ve
         if (count < 0 || done < count) {
           r += rep;
           ++done;
+          if (r.size() > kMaxStringBytes) return StringTooLarge();
         }
         size_t st = i;
         NextCp(s, &i);
@@ -249,6 +250,7 @@ Result<Val> StrMethod(const std::string& s, std::string_view name, const std::ve
       if (p == std::string::npos) break;
       r.append(s, start, p - start);
       r += rep;
+      if (r.size() > kMaxStringBytes) return StringTooLarge();
       start = p + old.size();
       ++done;
     }
@@ -290,6 +292,7 @@ Result<Val> StrMethod(const std::string& s, std::string_view name, const std::ve
       }
       if (i) r += s;
       r += items[i].v().as_string();
+      if (r.size() > kMaxStringBytes) return StringTooLarge();
     }
     return StrVal(r);
   }
@@ -313,6 +316,7 @@ Result<Val> StrMethod(const std::string& s, std::string_view name, const std::ve
     MMIRAGE_TRY(ArgCount(name, args.size(), 1, name == "zfill" ? 1 : 2));
     if (!IsIntLike(args[0].v())) return Err("'" + PyTypeName(args[0]) + "' object cannot be interpreted as an integer");
     int64_t width = IntOf(args[0].v());
+    if (width > kMaxWidth) return WidthTooLarge();
     if (name == "zfill") {
       int64_t n = static_cast<int64_t>(u.size());
       if (width <= n) return StrVal(s);

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "data/py_slice.h"
 #include "template/ast.h"
 #include "template/runtime.h"
 #include "template/unicode.h"
@@ -36,6 +37,9 @@ Val Child(const Val& parent, const Value& child) {
 }
 
 Status Err(std::string msg) { return Status::InvalidArgument(std::move(msg)); }
+Status StringTooLarge() { return Err("string too large (the limit is 256 MiB)"); }
+Status WidthTooLarge() { return Err("width too large (the limit is 16777216)"); }
+Status ListTooLarge() { return Err("list too large (the limit is 16777216 items)"); }
 Status UndefinedErr(const Val& undef) { return Err(undef.text.empty() ? "value is undefined" : undef.text.str()); }
 
 std::string PyTypeName(const Val& v) {
@@ -82,7 +86,35 @@ int64_t IntOf(const Value& v) { return v.is_bool() ? (v.as_bool() ? 1 : 0) : v.a
 bool IsNumLike(const Value& v) { return v.is_int() || v.is_bool() || v.is_double(); }
 double NumOf(const Value& v) { return v.is_double() ? v.as_double() : static_cast<double>(IntOf(v)); }
 
-bool PyEq(const Value& a, const Value& b) {
+bool NestedDeeperThan(const Value& v, int limit) {
+  if (!v.is_array() && !v.is_object()) return false;
+  if (limit <= 0) return true;
+  if (v.is_array()) {
+    for (const Value& e : v.as_array()) {
+      if (NestedDeeperThan(e, limit - 1)) return true;
+    }
+  } else {
+    for (const auto& m : v.as_object()) {
+      if (NestedDeeperThan(m.second, limit - 1)) return true;
+    }
+  }
+  return false;
+}
+
+Status TooDeepValue() { return Err("value nested too deeply (the limit is 2000 levels)"); }
+
+namespace {
+bool PyEqAt(const Value& a, const Value& b, int depth);
+Result<int> PyCmpAt(const Value& a, const Value& b, std::string_view op, int depth);
+}  // namespace
+
+bool PyEq(const Value& a, const Value& b) { return PyEqAt(a, b, 0); }
+
+Result<int> PyCmp(const Value& a, const Value& b, std::string_view op) { return PyCmpAt(a, b, op, 0); }
+
+namespace {
+bool PyEqAt(const Value& a, const Value& b, int depth) {
+  if (depth > kMaxValueDepth) return false;
   if (IsNumLike(a) && IsNumLike(b)) {
     if (IsIntLike(a) && IsIntLike(b)) return IntOf(a) == IntOf(b);
     return NumOf(a) == NumOf(b);
@@ -97,7 +129,7 @@ bool PyEq(const Value& a, const Value& b) {
       const auto& y = b.as_array();
       if (x.size() != y.size()) return false;
       for (size_t i = 0; i < x.size(); ++i) {
-        if (!PyEq(x[i], y[i])) return false;
+        if (!PyEqAt(x[i], y[i], depth + 1)) return false;
       }
       return true;
     }
@@ -105,13 +137,14 @@ bool PyEq(const Value& a, const Value& b) {
       if (a.as_object().size() != b.as_object().size()) return false;
       for (const auto& m : a.as_object()) {
         const Value* o = b.Find(m.first);
-        if (o == nullptr || !PyEq(m.second, *o)) return false;
+        if (o == nullptr || !PyEqAt(m.second, *o, depth + 1)) return false;
       }
       return true;
     }
     default: return false;
   }
 }
+}  // namespace
 
 bool PyEqVal(const Val& a, const Val& b) {
   if (a.is_undefined() || b.is_undefined()) return a.is_undefined() && b.is_undefined();
@@ -138,7 +171,10 @@ const char* TypeNameOf(const Value& v) {
 }
 }  // namespace
 
-Result<int> PyCmp(const Value& a, const Value& b, std::string_view op) {
+
+namespace {
+Result<int> PyCmpAt(const Value& a, const Value& b, std::string_view op, int depth) {
+  if (depth > kMaxValueDepth) return TooDeepValue();
   if (IsNumLike(a) && IsNumLike(b)) {
     if (IsIntLike(a) && IsIntLike(b)) {
       int64_t x = IntOf(a), y = IntOf(b);
@@ -155,13 +191,14 @@ Result<int> PyCmp(const Value& a, const Value& b, std::string_view op) {
     const auto& x = a.as_array();
     const auto& y = b.as_array();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (!PyEq(x[i], y[i])) return PyCmp(x[i], y[i], op);
+      if (!PyEqAt(x[i], y[i], depth + 1)) return PyCmpAt(x[i], y[i], op, depth + 1);
     }
     return x.size() < y.size() ? -1 : x.size() > y.size() ? 1 : 0;
   }
   return Err("'" + std::string(op) + "' not supported between instances of '" + TypeNameOf(a) + "' and '" +
              TypeNameOf(b) + "'");
 }
+}  // namespace
 
 namespace {
 
@@ -175,14 +212,19 @@ Result<Val> Repeat(const Val& seq, int64_t n) {
   const Value& s = seq.v();
   if (n < 0) n = 0;
   if (s.is_string()) {
-    if (n > 0 && s.as_string().size() * static_cast<uint64_t>(n) > (1u << 28)) return Err("string too large");
+    if (s.as_string().empty()) return Val(Value(std::string()));
+    if (!ProductFits(s.as_string().size(), static_cast<uint64_t>(n), kMaxStringBytes)) return StringTooLarge();
     std::string r;
+    r.reserve(s.as_string().size() * static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) r += s.as_string();
     return Val(Value(std::move(r)));
   }
-  if (n > 0 && s.as_array().size() * static_cast<uint64_t>(n) > (1u << 24)) return Err("list too large");
   Value::Array r;
-  for (int64_t i = 0; i < n; ++i) r.insert(r.end(), s.as_array().begin(), s.as_array().end());
+  if (!s.as_array().empty()) {
+    if (!ProductFits(s.as_array().size(), static_cast<uint64_t>(n), kMaxListItems)) return ListTooLarge();
+    r.reserve(s.as_array().size() * static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) r.insert(r.end(), s.as_array().begin(), s.as_array().end());
+  }
   Val out{Value(std::move(r))};
   out.shape = seq.shape == Shape::kTuple ? Shape::kTuple : Shape::kPlain;
   return out;
@@ -244,13 +286,17 @@ Result<Val> BinaryOp(int op_int, const Val& a, const Val& b) {
         return Val(Value(r));
       }
       if (nums) return Val(Value(NumOf(x) + NumOf(y)));
-      if (x.is_string() && y.is_string()) return Val(Value(x.as_string() + y.as_string()));
+      if (x.is_string() && y.is_string()) {
+        if (!StringFits(uint64_t{x.as_string().size()} + y.as_string().size())) return StringTooLarge();
+        return Val(Value(x.as_string() + y.as_string()));
+      }
       if (x.is_array() && y.is_array()) {
         bool tx = a.shape == Shape::kTuple, ty = b.shape == Shape::kTuple;
         if (tx != ty) {
           return Err(std::string("can only concatenate ") + (tx ? "tuple" : "list") + " (not \"" +
                      (ty ? "tuple" : "list") + "\") to " + (tx ? "tuple" : "list"));
         }
+        if (!ListFits(uint64_t{x.as_array().size()} + y.as_array().size())) return ListTooLarge();
         Value::Array r = x.as_array();
         r.insert(r.end(), y.as_array().begin(), y.as_array().end());
         Val out{Value(std::move(r))};
@@ -287,6 +333,8 @@ Result<Val> BinaryOp(int op_int, const Val& a, const Val& b) {
         if (NumOf(y) == 0) return Err("division by zero");
         if (ints) {
           int64_t p = IntOf(x), q = IntOf(y);
+          // INT64_MIN / -1 overflows int64 (SIGFPE): it is exactly representable as a double.
+          if (q == -1) return Val(Value(-static_cast<double>(p)));
           if (p % q == 0 && std::llabs(p / q) < (int64_t{1} << 53)) return Val(Value(static_cast<double>(p / q)));
         }
         return Val(Value(NumOf(x) / NumOf(y)));
@@ -376,6 +424,7 @@ Result<bool> Contains(const Val& container, const Val& item) {
 
 Result<bool> CompareOp(int op_int, const Val& a, const Val& b) {
   CmpOp op = static_cast<CmpOp>(op_int);
+  if (NestedDeeperThan(a.v(), kMaxValueDepth) || NestedDeeperThan(b.v(), kMaxValueDepth)) return TooDeepValue();
   switch (op) {
     case CmpOp::kEq: return PyEqVal(a, b);
     case CmpOp::kNe: return !PyEqVal(a, b);
@@ -506,32 +555,18 @@ Result<Val> SliceOf(const Val& obj, const Val* start, const Val* stop, const Val
   } else {
     n = static_cast<int64_t>(o.as_array().size());
   }
-  auto adjust = [&](bool has, int64_t v, int64_t dflt) {
-    if (!has) return dflt;
-    if (v < 0) {
-      v += n;
-      if (v < 0) v = s < 0 ? -1 : 0;
-    } else if (v >= n) {
-      v = s < 0 ? n - 1 : n;
-    }
-    return v;
-  };
-  int64_t lo = adjust(has_start, a, s < 0 ? n - 1 : 0);
-  int64_t hi = adjust(has_stop, b, s < 0 ? -1 : n);
-  std::vector<int64_t> idx;
-  if (s > 0) {
-    for (int64_t i = lo; i < hi; i += s) idx.push_back(i);
-  } else {
-    for (int64_t i = lo; i > hi; i += s) idx.push_back(i);
-  }
+  SliceIndices idx = PySliceIndices(n, has_start ? std::optional<int64_t>(a) : std::nullopt,
+                                    has_stop ? std::optional<int64_t>(b) : std::nullopt, s);
+  auto at = [&](size_t k) { return static_cast<size_t>(idx.first + idx.step * static_cast<int64_t>(k)); };
   if (o.is_string()) {
     std::u32string r;
-    for (int64_t i : idx) r.push_back(u[i]);
+    r.reserve(idx.count);
+    for (size_t k = 0; k < idx.count; ++k) r.push_back(u[at(k)]);
     return Val(Value(FromU32(r)));
   }
   Value::Array r;
-  r.reserve(idx.size());
-  for (int64_t i : idx) r.push_back(o.as_array()[i]);
+  r.reserve(idx.count);
+  for (size_t k = 0; k < idx.count; ++k) r.push_back(o.as_array()[at(k)]);
   Val out{Value(std::move(r))};
   out.shape = obj.shape == Shape::kTuple ? Shape::kTuple : Shape::kPlain;
   return out;

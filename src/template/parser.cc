@@ -26,6 +26,11 @@ std::string Describe(const Token& t) {
   return "token";
 }
 
+// Nesting limits (template.h): parser recursion (brackets, unary operators, `not`, nested blocks) and the depth
+// of any expression tree (left-leaning chains such as `a + b + c...` or `x|f|g...` grow it without recursion).
+constexpr int kMaxParseDepth = 200;
+constexpr int kMaxExprTreeDepth = 300;
+
 ExprPtr NewExpr(ExprKind kind, int line) {
   auto e = std::make_unique<Expr>();
   e->kind = kind;
@@ -45,6 +50,17 @@ class Parser {
   }
 
  private:
+  // Counts one level of parser recursion; the destructor gives it back.
+  class DepthGuard {
+   public:
+    explicit DepthGuard(Parser* p) : p_(p) { ++p_->depth_; }
+    ~DepthGuard() { --p_->depth_; }
+    bool too_deep() const { return p_->depth_ > kMaxParseDepth; }
+
+   private:
+    Parser* p_;
+  };
+  Status TooDeep() const { return Fail("template nested too deeply (the limit is " + std::to_string(kMaxParseDepth) + " levels)"); }
   const Token& Cur() const { return t_[pos_]; }
   const Token& Peek(size_t k = 1) const { return t_[std::min(pos_ + k, t_.size() - 1)]; }
   bool IsOp(std::string_view op) const { return Cur().type == TokenType::kOp && Cur().text == op; }
@@ -117,6 +133,8 @@ class Parser {
   }
 
   Status ParseStatement(Body* body) {
+    DepthGuard guard(this);
+    if (guard.too_deep()) return TooDeep();
     const Token& tok = Cur();
     auto s = std::make_unique<Stmt>();
     s->line = tok.line;
@@ -378,6 +396,8 @@ class Parser {
 
  public:
   Result<ExprPtr> ParseExpression() {
+    DepthGuard guard(this);
+    if (guard.too_deep()) return TooDeep();
     MMIRAGE_ASSIGN_OR_RETURN(ExprPtr e, ParseOr());
     while (IsName("if")) {
       int line = Cur().line;
@@ -427,6 +447,8 @@ class Parser {
   }
 
   Result<ExprPtr> ParseNot() {
+    DepthGuard guard(this);
+    if (guard.too_deep()) return TooDeep();
     if (IsName("not")) {
       int line = Cur().line;
       ++pos_;
@@ -528,6 +550,8 @@ class Parser {
   }
 
   Result<ExprPtr> ParseUnary(bool with_filter) {
+    DepthGuard guard(this);
+    if (guard.too_deep()) return TooDeep();
     int line = Cur().line;
     ExprPtr e;
     if (IsOp("-") || IsOp("+")) {
@@ -554,7 +578,42 @@ class Parser {
 
   std::vector<Token> t_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
+
+// The depth of the deepest expression tree in `body`, stopping early past `limit` (iterative: the trees may be
+// far deeper than the stack allows). Sets *line to the line of a node past the limit.
+int MaxExprDepth(const Body& body, int limit, int* line) {
+  std::vector<std::pair<const Expr*, int>> stack;
+  std::vector<const Body*> bodies = {&body};
+  int deepest = 0;
+  while (!bodies.empty()) {
+    const Body* b = bodies.back();
+    bodies.pop_back();
+    for (const auto& s : *b) {
+      for (const auto& e : s->exprs) {
+        if (e) stack.emplace_back(e.get(), 1);
+      }
+      for (const auto& sub : s->bodies) bodies.push_back(&sub);
+    }
+    while (!stack.empty()) {
+      auto [e, d] = stack.back();
+      stack.pop_back();
+      if (d > deepest) deepest = d;
+      if (d > limit) {
+        *line = e->line;
+        return d;
+      }
+      for (const auto& a : e->args) {
+        if (a) stack.emplace_back(a.get(), d + 1);
+      }
+      for (const auto& kv : e->kwargs) {
+        if (kv.second) stack.emplace_back(kv.second.get(), d + 1);
+      }
+    }
+  }
+  return deepest;
+}
 
 Result<ExprPtr> Parser::ParsePrimary() {
   const Token& tok = Cur();
@@ -740,8 +799,34 @@ Result<ExprPtr> Parser::ParseSubscript(ExprPtr e) {
 
 }  // namespace
 
+Expr::~Expr() {
+  // Iterative teardown: a long chain (`1 + 1 + ...`, rejected by ParseProgram but built first) must not recurse
+  // once per node.
+  std::vector<ExprPtr> pending;
+  auto take = [&](Expr& e) {
+    for (auto& a : e.args) {
+      if (a) pending.push_back(std::move(a));
+    }
+    for (auto& kv : e.kwargs) {
+      if (kv.second) pending.push_back(std::move(kv.second));
+    }
+  };
+  take(*this);
+  while (!pending.empty()) {
+    ExprPtr e = std::move(pending.back());
+    pending.pop_back();
+    take(*e);
+  }
+}
+
 Result<std::unique_ptr<Program>> ParseProgram(std::vector<Token> tokens) {
-  return Parser(std::move(tokens)).Run();
+  MMIRAGE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, Parser(std::move(tokens)).Run());
+  int line = 0;
+  if (MaxExprDepth(program->body, kMaxExprTreeDepth, &line) > kMaxExprTreeDepth) {
+    return Status::InvalidArgument("line " + std::to_string(line) + ": expression nested too deeply (the limit is " +
+                                   std::to_string(kMaxExprTreeDepth) + " levels)");
+  }
+  return program;
 }
 
 }  // namespace mmirage::tmpl::internal

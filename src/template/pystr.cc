@@ -104,7 +104,20 @@ void AppendReprString(std::string_view s, std::string* out) {
   out->push_back(q);
 }
 
-void AppendRepr(const Value& v, std::string* out, bool tuple) {
+namespace {
+void AppendReprAt(const Value& v, std::string* out, bool tuple, int depth);
+}  // namespace
+
+void AppendRepr(const Value& v, std::string* out, bool tuple) { AppendReprAt(v, out, tuple, 0); }
+
+namespace {
+// Past kMaxValueDepth levels a container prints as "[...]" / "{...}" (the renderer reports such values as errors
+// before printing; this keeps every other path safe).
+void AppendReprAt(const Value& v, std::string* out, bool tuple, int depth) {
+  if (depth > kMaxValueDepth && (v.is_array() || v.is_object())) {
+    out->append(v.is_array() ? "[...]" : "{...}");
+    return;
+  }
   switch (v.type()) {
     case Value::Type::kNull: out->append("None"); return;
     case Value::Type::kBool: out->append(v.as_bool() ? "True" : "False"); return;
@@ -118,7 +131,7 @@ void AppendRepr(const Value& v, std::string* out, bool tuple) {
       for (const Value& e : v.as_array()) {
         if (!first) out->append(", ");
         first = false;
-        AppendRepr(e, out);
+        AppendReprAt(e, out, false, depth + 1);
       }
       if (tuple && v.as_array().size() == 1) out->push_back(',');
       out->push_back(tuple ? ')' : ']');
@@ -132,13 +145,14 @@ void AppendRepr(const Value& v, std::string* out, bool tuple) {
         first = false;
         AppendReprString(m.first, out);
         out->append(": ");
-        AppendRepr(m.second, out);
+        AppendReprAt(m.second, out, false, depth + 1);
       }
       out->push_back('}');
       return;
     }
   }
 }
+}  // namespace
 
 void AppendStrValue(const Value& v, std::string* out) {
   if (v.is_string()) {
@@ -219,6 +233,18 @@ struct Spec {
   bool left = false, plus = false, space = false, alt = false, zero = false;
   int width = -1, precision = -1;
 };
+
+// Field widths and precisions past kMaxWidth are a render error, not a giant allocation (Python would try).
+constexpr int64_t kMaxFormatWidth = kMaxWidth;
+
+// Appends code point `n` as UTF-8 for %c / {:c}; Python's range check, and surrogates (which Python keeps in a
+// str but UTF-8 cannot encode) are an error instead of invalid UTF-8.
+Status AppendCharArg(int64_t n, std::string* out) {
+  if (n < 0 || n > 0x10FFFF) return Err("%c arg not in range(0x110000)");
+  if (n >= 0xD800 && n <= 0xDFFF) return Err("%c arg is a surrogate code point, which UTF-8 cannot encode");
+  AppendCp(static_cast<char32_t>(n), out);
+  return Status::OK();
+}
 
 std::string Pad(std::string body, const Spec& sp, bool numeric, size_t sign_len) {
   int64_t len = static_cast<int64_t>(CpCount(body));
@@ -302,7 +328,7 @@ Result<std::string> FormatPercentOne(char type, const Val& arg, const Spec& sp) 
     case 'c': {
       if (is_val && IsIntLike(v)) {
         std::string s;
-        AppendCp(static_cast<char32_t>(IntOf(v)), &s);
+        MMIRAGE_TRY(AppendCharArg(IntOf(v), &s));
         return Pad(s, sp, false, 0);
       }
       if (is_val && v.is_string() && CpCount(v.as_string()) == 1) return Pad(v.as_string(), sp, false, 0);
@@ -361,16 +387,19 @@ Result<std::string> PercentFormat(std::string_view fmt, const Val& args) {
         if (argi >= items.size()) return Err("not enough arguments for format string");
         const Val& a = items[argi++];
         if (!IsIntLike(a.v())) return Err("* wants int");
-        *out_num = static_cast<int>(IntOf(a.v()));
+        int64_t w = IntOf(a.v());
+        if (w > kMaxFormatWidth || w < -kMaxFormatWidth) return WidthTooLarge();
+        *out_num = static_cast<int>(w);
         return Status::OK();
       }
-      int n = 0;
+      int64_t n = 0;
       bool any = false;
       while (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') {
-        n = std::min(n * 10 + (fmt[i++] - '0'), 100000);
+        n = n * 10 + (fmt[i++] - '0');
+        if (n > kMaxFormatWidth) return WidthTooLarge();
         any = true;
       }
-      if (any) *out_num = n;
+      if (any) *out_num = static_cast<int>(n);
       return Status::OK();
     };
     MMIRAGE_TRY(read_num(&sp.width));
@@ -449,15 +478,21 @@ Result<std::string> FormatSpec(const Val& val, std::string_view spec) {
     }
     ++i;
   }
-  int width = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9') width = std::min(width * 10 + static_cast<int>(s[i++] - '0'), 100000);
+  int64_t width = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+    width = width * 10 + static_cast<int>(s[i++] - '0');
+    if (width > kMaxFormatWidth) return WidthTooLarge();
+  }
   char grouping = 0;
   if (i < s.size() && (s[i] == ',' || s[i] == '_')) grouping = static_cast<char>(s[i++]);
   int precision = -1;
   if (i < s.size() && s[i] == '.') {
     ++i;
     precision = 0;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') precision = std::min(precision * 10 + static_cast<int>(s[i++] - '0'), 1000);
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      precision = precision * 10 + static_cast<int>(s[i++] - '0');
+      if (precision > kMaxFormatWidth) return WidthTooLarge();
+    }
   }
   char type = 0;
   if (i < s.size()) type = static_cast<char>(s[i++]);
@@ -480,7 +515,7 @@ Result<std::string> FormatSpec(const Val& val, std::string_view spec) {
     if (precision >= 0) return Err("Precision not allowed in integer format specifier");
     int64_t n = IntOf(v);
     if (type == 'c') {
-      AppendCp(static_cast<char32_t>(n), &body);
+      MMIRAGE_TRY(AppendCharArg(n, &body));
       numeric = false;
     } else {
       uint64_t mag = n < 0 ? static_cast<uint64_t>(0) - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
@@ -594,6 +629,7 @@ Result<std::string> StrFormat(std::string_view fmt, const std::vector<Val>& args
       cur = args[auto_idx++].Alias();
     } else if (std::all_of(name.begin(), name.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
       manual = true;
+      if (name.size() > 18) return Err("Too many decimal digits in format string");
       size_t idx = std::stoul(std::string(name));
       if (idx >= args.size()) return Err("Replacement index " + std::string(name) + " out of range for positional args tuple");
       cur = args[idx].Alias();
@@ -621,6 +657,7 @@ Result<std::string> StrFormat(std::string_view fmt, const std::vector<Val>& args
         std::string key(rest.substr(1, e - 1));
         bool digits = !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
         const Value* m = nullptr;
+        if (digits && key.size() > 18) return Err("Too many decimal digits in format string");
         if (digits && cur.v().is_array()) {
           size_t k = std::stoul(key);
           if (k < cur.v().as_array().size()) m = &cur.v().as_array()[k];
@@ -674,6 +711,8 @@ Result<std::string> StrFormat(std::string_view fmt, const std::vector<Val>& args
 namespace {
 
 Status JsonDump(const Value& v, int indent, int level, std::string* out) {
+  if (level > kMaxValueDepth) return Err("value nested too deeply to serialise (the limit is 2000 levels)");
+  if (out->size() > kMaxStringBytes) return StringTooLarge();
   auto newline = [&](int lvl) {
     out->push_back('\n');
     out->append(static_cast<size_t>(indent * lvl), ' ');

@@ -92,8 +92,17 @@ Status Renderer::AssignTargets(const std::vector<std::string>& targets, bool tup
 }
 
 Status Renderer::Exec(const Body& body, std::string* out) {
+  if (eval_depth_ >= kMaxEvalDepth) return Err("maximum recursion depth exceeded: template nested too deeply at render time (the limit is 400 levels)");
+  ++eval_depth_;
+  Status st = ExecBody(body, out);
+  --eval_depth_;
+  return st;
+}
+
+Status Renderer::ExecBody(const Body& body, std::string* out) {
   for (const auto& s : body) {
     Status st = ExecStmt(*s, out);
+    if (st.ok() && out->size() > kMaxStringBytes) st = Err("rendered text too large (the limit is 256 MiB)");
     if (!st.ok()) {
       if (!located_) {
         located_ = true;
@@ -122,6 +131,7 @@ Status Renderer::ExecStmt(const Stmt& s, std::string* out) {
         return Status::OK();
       }
       MMIRAGE_ASSIGN_OR_RETURN(Val v, Eval(e));
+      if (NestedDeeperThan(v.v(), kMaxValueDepth)) return TooDeepValue();
       AppendStr(v, out);
       return Status::OK();
     }
@@ -206,6 +216,9 @@ Status Renderer::ExecFor(const Stmt& s, std::string* out) {
   if (s.exprs[1]) {
     std::vector<Val> kept;
     for (Val& item : items) {
+      if (++loop_iterations_ > kMaxLoopIterations) {
+        return finish(Err("too many loop iterations (the limit is 10000000 per render)"));
+      }
       frames_.back().vars.clear();
       Status st = AssignTargets(s.targets, s.tuple_target, item, /*own=*/false);
       if (!st.ok()) return finish(st);
@@ -219,6 +232,9 @@ Status Renderer::ExecFor(const Stmt& s, std::string* out) {
   loop.length = static_cast<int64_t>(items.size());
   loop.items = &items;
   for (size_t i = 0; i < items.size(); ++i) {
+    if (++loop_iterations_ > kMaxLoopIterations) {
+      return finish(Err("too many loop iterations (the limit is 10000000 per render)"));
+    }
     loop.index0 = static_cast<int64_t>(i);
     Frame& f = frames_.back();
     f.vars.clear();
@@ -258,7 +274,14 @@ Result<Val> Renderer::LoopAttr(const LoopState& st, std::string_view name) const
 }
 
 Result<Val> Renderer::Eval(const Expr& e) {
+  if (eval_depth_ >= kMaxEvalDepth) {
+    if (located_) return Err("maximum recursion depth exceeded: template nested too deeply at render time (the limit is 400 levels)");
+    located_ = true;
+    return Locate(Err("maximum recursion depth exceeded: template nested too deeply at render time (the limit is 400 levels)"), e.line);
+  }
+  ++eval_depth_;
   auto r = EvalInner(e);
+  --eval_depth_;
   if (!r.ok() && !located_) {
     located_ = true;
     return Locate(r.status(), e.line);
@@ -401,7 +424,9 @@ Result<Val> Renderer::EvalInner(const Expr& e) {
       std::string s;
       for (const auto& a : e.args) {
         MMIRAGE_ASSIGN_OR_RETURN(Val v, Eval(*a));
+        if (NestedDeeperThan(v.v(), kMaxValueDepth)) return TooDeepValue();
         AppendStr(v, &s);
+        if (s.size() > kMaxStringBytes) return StringTooLarge();
       }
       return Val(Value(std::move(s)));
     }
@@ -541,21 +566,24 @@ Result<Val> Renderer::CallGlobal(std::string_view name, CallArgs& args) {
       if (args.pos.size() == 3) p[2] = IntOf(args.pos[2].v());
     }
     if (p[2] == 0) return Err("range() arg 3 must not be zero");
+    // Length as Python computes it, in 128-bit arithmetic (any int64 bounds and step).
+    __int128 lo = p[0], hi = p[1], step = p[2], count = 0;
+    if (step > 0 && lo < hi) count = (hi - lo - 1) / step + 1;
+    if (step < 0 && lo > hi) count = (lo - hi - 1) / -step + 1;
+    if (count > static_cast<__int128>(kMaxListItems)) return Err("range too large (the limit is 16777216 items)");
     Value::Array a;
-    for (int64_t i = p[0]; p[2] > 0 ? i < p[1] : i > p[1]; i += p[2]) {
-      if (a.size() >= 10000000) return Err("range too large");
-      a.emplace_back(i);
-    }
+    a.reserve(static_cast<size_t>(count));
+    for (__int128 k = 0; k < count; ++k) a.emplace_back(static_cast<int64_t>(lo + k * step));
     return Val(Value(std::move(a)));
   }
   if (name == "dict" || name == "namespace") {
-    Value obj = Value::EmptyObject();
+    Value::Object members;
     for (const Val& p : args.pos) {
       if (!p.v().is_object()) return Err(std::string(name) + "() positional argument must be a mapping");
-      for (const auto& m : p.v().as_object()) obj.Set(m.first, m.second);
+      for (const auto& m : p.v().as_object()) members.push_back(m);
     }
-    for (const auto& kv : args.kw) obj.Set(kv.first, kv.second.v());
-    Val r{std::move(obj)};
+    for (const auto& kv : args.kw) members.emplace_back(kv.first, kv.second.v());
+    Val r{Value::ObjectFromMembers(std::move(members))};
     if (name == "namespace") r.shape = Shape::kNamespace;
     return r;
   }

@@ -35,6 +35,7 @@ class Renderer {
     bool barrier = false;  // macro frame: lookups continue at the root frame
   };
 
+  Status ExecBody(const Body& body, std::string* out);
   Status ExecStmt(const Stmt& s, std::string* out);
   Status ExecFor(const Stmt& s, std::string* out);
   Status Assign(std::string_view name, Val v);
@@ -56,7 +57,9 @@ class Renderer {
 
   const Value& vars_;
   std::vector<Frame> frames_;
-  int depth_ = 0;
+  int depth_ = 0;               // macro calls in progress
+  int eval_depth_ = 0;          // Eval/Exec frames in progress (kMaxEvalDepth)
+  int64_t loop_iterations_ = 0;  // for-loop bodies run so far (kMaxLoopIterations)
   bool located_ = false;
 };
 

@@ -83,8 +83,29 @@ struct Val {
 // A child of `parent` (element/member): borrowed when the parent is borrowed, else copied.
 Val Child(const Val& parent, const Value& child);
 
+// Limits that keep hostile data from exhausting memory, time or the stack (documented in template.h). A
+// violation is a render error (a row error), never an abort.
+constexpr size_t kMaxStringBytes = size_t{256} << 20;  // any string a render builds, and the rendered text
+constexpr size_t kMaxListItems = size_t{1} << 24;      // any list a render builds (range, repeat, batch...)
+constexpr int64_t kMaxLoopIterations = 10'000'000;     // for-loop bodies run, summed over one render
+constexpr int kMaxEvalDepth = 400;                     // nested evaluation frames (expressions, blocks, macros)
+constexpr int kMaxValueDepth = 2000;                   // nesting of a value printed, compared or serialised
+constexpr int64_t kMaxWidth = int64_t{1} << 24;        // format widths/precisions, paddings, indents
+
 // Errors produced while rendering; the evaluator prefixes the line.
 Status Err(std::string msg);
+// "string too large" / "list too large" errors naming the limit.
+Status StringTooLarge();
+Status ListTooLarge();
+Status WidthTooLarge();
+// OK when a string of `bytes` bytes (or a list of `items` items) may be built.
+inline bool StringFits(uint64_t bytes) { return bytes <= kMaxStringBytes; }
+inline bool ListFits(uint64_t items) { return items <= kMaxListItems; }
+// n * size without overflow; false when it exceeds `limit`.
+inline bool ProductFits(uint64_t size, uint64_t n, uint64_t limit) {
+  uint64_t p;
+  return !__builtin_mul_overflow(size, n, &p) && p <= limit;
+}
 Status UndefinedErr(const Val& undef);  // UndefinedError for using an undefined value
 
 // Python type name of a value: 'int', 'str', 'list', 'dict', 'NoneType', 'tuple', ...
@@ -95,6 +116,12 @@ int64_t IntOf(const Value& v);   // REQUIRES: IsIntLike
 bool IsNumLike(const Value& v);  // int, bool or float
 double NumOf(const Value& v);    // REQUIRES: IsNumLike
 
+// True when `v` nests arrays/objects more than `limit` levels deep (bounded recursion: at most limit + 1 frames).
+bool NestedDeeperThan(const Value& v, int limit);
+// The error for a value nested past kMaxValueDepth.
+Status TooDeepValue();
+
+// Python ==. Values nested past kMaxValueDepth compare unequal (CompareOp reports them as errors first).
 bool PyEq(const Value& a, const Value& b);
 bool PyEqVal(const Val& a, const Val& b);
 // Python ordering (-1, 0, 1) for numbers, strings, lists; TypeError otherwise.

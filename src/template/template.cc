@@ -2,6 +2,7 @@
 // (UndeclaredVariables, PlainVariable) walk the same tree.
 #include "template/template.h"
 
+#include <exception>
 #include <set>
 
 #include "template/ast.h"
@@ -23,11 +24,17 @@ Result<Template> Template::Parse(std::string_view source) {
 
 Result<std::string> Template::Render(const Value& vars) const {
   static const Value kEmpty = Value::EmptyObject();
-  internal::Renderer r(vars.is_object() ? vars : kEmpty);
-  std::string out;
-  out.reserve(256);
-  MMIRAGE_TRY(r.Exec(program_->body, &out));
-  return out;
+  // Last line of defence: every data error is a Status; an allocation failure on hostile data (std::bad_alloc,
+  // std::length_error) must still fail the row, never the process.
+  try {
+    internal::Renderer r(vars.is_object() ? vars : kEmpty);
+    std::string out;
+    out.reserve(256);
+    MMIRAGE_TRY(r.Exec(program_->body, &out));
+    return out;
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("render failed: ") + e.what());
+  }
 }
 
 std::optional<std::string> Template::PlainVariable() const {

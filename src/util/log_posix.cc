@@ -44,7 +44,7 @@ LogLevel GetLogLevel() { return static_cast<LogLevel>(g_level.load()); }
 bool AddLogFile(const std::string& path) {
   std::lock_guard<std::mutex> l(g_mu);
   if (g_file != nullptr) return true;
-  g_file = std::fopen(path.c_str(), "a");
+  g_file = std::fopen(path.c_str(), "ae");  // "e": O_CLOEXEC, children do not inherit the log
   return g_file != nullptr;
 }
 

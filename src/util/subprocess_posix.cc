@@ -211,8 +211,13 @@ Status Subprocess::SignalGroup(int sig) {
 
 Result<CommandOutput> RunCommandCapture(const std::vector<std::string>& argv, double timeout_seconds) {
   int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
-    return Status::IOError(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Status::IOError(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    int e = errno;
+    ::close(out_pipe[0]);  // no leak when only the second pipe fails
+    ::close(out_pipe[1]);
+    return Status::IOError(std::string("pipe: ") + std::strerror(e));
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);

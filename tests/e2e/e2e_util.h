@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "support/test_util.h"
 
@@ -26,6 +27,17 @@ inline const std::string& SharedTinyModel() {
     return MakeTinyModel(p, 3) ? p : std::string();
   }();
   return path;
+}
+
+// The rows of an output in any output_format (shard or merged dir, HF dataset, Parquet, JSONL), one JSON object
+// per line, read with `mmirage cat` as users read them. Empty when cat fails (the caller's size check fails).
+inline std::vector<std::string> CatLines(const std::string& path) {
+  auto r = RunMmirage("cat '" + path + "'");
+  std::vector<std::string> lines;
+  if (r.exit_code != 0) return lines;
+  for (size_t at = 0, nl; (nl = r.out.find('\n', at)) != std::string::npos; at = nl + 1)
+    lines.push_back(r.out.substr(at, nl - at));
+  return lines;
 }
 
 // {"id": i, "text": "...", "meta": {"lang": "en", "score": i*0.5}, "tags": [...]} × n, one per line.

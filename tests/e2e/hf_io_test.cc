@@ -362,5 +362,43 @@ TEST(HfResumeTest, KillNineMidRunThenResumeGivesTheFaultFreeOutputInEveryFormat)
   }
 }
 
+// The original's throughput benchmark config (configs/config_benchmark_datatrove.yaml at 2972ff6, checked in under
+// tests/fixtures/mmirage-2972ff6/configs/) validates and runs with only model_path changed, on a save_to_disk dataset with the
+// s1K-1.1 columns built by examples/s1k/make_s1k_dataset.py. Its mode is slurm: the run is the array task's command
+// (`run --shard-id 0`). The synthetic model ends every answer at once (EOS bias), so 1024 max_new_tokens stay cheap.
+TEST(DatatroveConfigTest, TheOriginalsBenchmarkConfigRunsUnchangedButForModelPath) {
+  TempDir d;
+  std::string src = MMIRAGE_SOURCE_DIR;
+  std::string model = d.Path("tiny.gguf");
+  ASSERT_EQ(RunCommand("'" + MakeTestModelTool() + "' --out '" + model + "' --seed 3 --eos-bias 100").exit_code, 0);
+  auto mk = RunCommand("'" + PythonPath() + "' '" + src + "/examples/s1k/make_s1k_dataset.py' --rows 5 --out " +
+                           "data/s1K-1.1",
+                       d.path());
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  std::string original = ReadFile(src + "/tests/fixtures/mmirage-2972ff6/configs/config_benchmark_datatrove.yaml");
+  ASSERT_NE(original.find("model_path: Qwen/Qwen3-4B"), std::string::npos);
+  std::string cfg = Replace(original, "model_path: Qwen/Qwen3-4B", "model_path: " + model);
+  WriteFile(d.Path("config_benchmark_datatrove.yaml"), cfg);
+  auto v = RunMmirage("validate --config config_benchmark_datatrove.yaml", d.path());
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  auto r = RunMmirage("run -q --config config_benchmark_datatrove.yaml --shard-id 0", d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto check = RunCommand(
+      "'" + PythonPath() + "' -c \"import datasets, json; "
+      "d = datasets.load_from_disk('data/benchmark_s1k/output/shard_0'); "
+      "print(json.dumps([len(d), list(d.features), d[4]['question'], d[4]['answer']]))\"",
+      d.path());
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  auto got = ParseJson(check.out);
+  ASSERT_TRUE(got.ok()) << check.out;
+  EXPECT_EQ(got->as_array()[0].as_int(), 5);
+  EXPECT_EQ(ToJson(got->as_array()[1]),
+            "[\"solution\",\"question\",\"cot_type\",\"source_type\",\"metadata\",\"gemini_thinking_trajectory\","
+            "\"gemini_attempt\",\"deepseek_thinking_trajectory\",\"deepseek_attempt\",\"gemini_grade\","
+            "\"gemini_grade_reason\",\"deepseek_grade\",\"deepseek_grade_reason\",\"answer\"]");
+  EXPECT_EQ(got->as_array()[2].as_string().rfind("Problem 4:", 0), 0u);
+  EXPECT_TRUE(got->as_array()[3].is_string());
+}
+
 }  // namespace
 }  // namespace mmirage::testing

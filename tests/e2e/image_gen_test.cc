@@ -24,6 +24,7 @@ std::vector<Value> JsonLines(const std::string& path) {
   return out;
 }
 
+
 std::vector<Value> Bodies(const FakeImagesServer& s) {
   std::vector<Value> out;
   for (const auto& l : s.Posts()) {
@@ -343,6 +344,42 @@ TEST_F(ImageGenTest, BadServersAndKeys) {
   auto posts = server.Posts();
   ASSERT_FALSE(posts.empty());
   EXPECT_NE(posts.back().find("\"auth\": \"Bearer s3cret\""), std::string::npos) << posts.back();
+}
+
+// A generated image is an image variable of later outputs: an llm output on the test VLM (mmirage-make-test-model
+// --vlm) receives it, in path and in pil mode. Image tokens are prompt tokens, so the caption's prompt costs at
+// least 16 tokens more than the same config with the image output placed after the caption (not visible to it).
+TEST_F(ImageGenTest, AGeneratedImageFeedsALaterVlmOutput) {
+  FakeImagesServer server(dir_.path());
+  ASSERT_EQ(server.error(), "");
+  const std::string vlm = dir_.Path("vlm");
+  auto made = RunCommand("'" + MakeTestModelTool() + "' --vlm --seed 11 --out '" + vlm + "'");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  // mmproj_path is named: it is looked up by itself only for configs with image inputs.
+  const std::string llm = "  - type: llm\n    server_args:\n      model_path: " + vlm + "/model.gguf\n      mmproj_path: " +
+                          vlm + "/mmproj-model.gguf\n    default_sampling_params: {temperature: 0, max_new_tokens: 4}\n";
+  const std::string caption = "    - name: caption\n      type: llm\n      prompt: \"Describe the picture.\"\n";
+  auto prompt_tokens = [&](const std::string& cfg) -> int64_t {
+    RunCommand("rm -rf '" + dir_.Path("out") + "' '" + dir_.Path("state") + "' '" + dir_.Path("images") + "'");
+    auto r = RunMmirage("run --config " + cfg);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(Rows().size(), 2u) << ReadFile(dir_.Path("out/shard_0/errors.jsonl"));
+    auto usage = JsonLines(dir_.Path("out/shard_0/usage.jsonl"));
+    return usage.empty() ? -1 : usage[0].Find("prompt_tokens")->as_int();
+  };
+  for (std::string mode : {"path", "pil"}) {
+    const std::string fields = "      output_mode: " + mode + "\n";
+    const std::string img = "    - name: img\n      type: image_gen\n      prompt: \"draw {{ text }}\"\n" + fields;
+    std::string cfg = Config(server.BaseUrl(), fields, 2, llm, caption);
+    int64_t with_image = prompt_tokens(cfg);
+    std::string text = ReadFile(cfg);
+    ASSERT_NE(text.find(img + caption), std::string::npos) << text;
+    text.replace(text.find(img + caption), img.size() + caption.size(), caption + img);
+    WriteFile(cfg, text);
+    int64_t without = prompt_tokens(cfg);
+    ASSERT_GT(without, 0);
+    EXPECT_GE(with_image, without + 16) << mode;
+  }
 }
 
 // backend: sglang starts `sglang serve --model-path M --port P --num-gpus N ...` (here a stand-in on PATH that

@@ -34,6 +34,7 @@ std::string Config(const TempDir& d, const std::string& model, const std::string
          "  remove_columns: true\n"
          "  output_schema: {id: \"{{ id }}\", answer: \"{{ answer }}\"}\n"
          "execution_params:\n"
+         "  cache: off\n"  // the reference run must not answer the faulty run from the generation cache
          "  retry: true\n"
          "  merge: true\n"
          "  max_retries: 50\n"

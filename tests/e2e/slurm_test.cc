@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "data/json.h"
@@ -106,6 +107,59 @@ std::string StatusField(const std::string& state_dir, int shard, const char* fie
   if (f->is_string()) return f->as_string();
   if (f->is_int()) return std::to_string(f->as_int());
   return "";
+}
+
+// batch_api in slurm mode: each array task renders and submits its shard (exit 0, shard `submitted`), then
+// `collect` on the login node publishes every shard. The fake provider listens on 127.0.0.1 of this one node.
+TEST(SlurmTest, BatchApiArrayTasksSubmitAndCollectPublishes) {
+  ASSERT_SLURM_UP();
+  TempDir d;
+  int port = 0;
+  {
+    CommandResult p = RunCommand("python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); "
+                                 "print(s.getsockname()[1])'");
+    port = std::atoi(p.out.c_str());
+  }
+  ASSERT_GT(port, 0);
+  std::string server = "'" + PythonPath() + "' '" + std::string(MMIRAGE_SOURCE_DIR) +
+                       "/tests/support/fake_batch_provider.py' --port " + std::to_string(port) + " --log '" +
+                       d.Path("provider.log") + "' --polls 1 > '" + d.Path("provider.out") + "' 2>&1 & echo $!";
+  CommandResult srv = RunCommand(server);
+  std::string pid = srv.out.substr(0, srv.out.find('\n'));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  WriteFile(d.Path("data.jsonl"), MakeRows(8));
+  std::string exec = ExecParams(d, "mm-e2e-batch", 1, "slurm");
+  exec.replace(exec.find("  merge: true\n"), 14, "  merge: false\n");
+  WriteFile(d.Path("cfg.yaml"),
+            "processors:\n"
+            "  - type: batch_api\n"
+            "    provider: openai\n"
+            "    base_url: http://127.0.0.1:" + std::to_string(port) + "/v1\n"
+            "loading_params:\n"
+            "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("b_out") +
+            ", output_format: jsonl}]\n"
+            "  state_dir: " + d.Path("b_state") + "\n"
+            "  num_shards: 2\n"
+            "processing_params:\n"
+            "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
+            "  outputs: [{name: answer, type: batch_api, prompt: \"Rewrite: {{ text }}\"}]\n"
+            "  remove_columns: true\n"
+            "  output_schema: {id: \"{{ id }}\", answer: \"{{ answer }}\"}\n" + exec);
+  CommandResult r = RunCommand("OPENAI_API_KEY=test-key '" + std::string(MMIRAGE_BINARY) + "' run --config " +
+                               d.Path("cfg.yaml"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // Each task submitted its shard; a task may also find its batch already done (the fake provider is quick) and
+  // publish at once. Either way no shard failed, and collect finishes the rest.
+  for (int s = 0; s < 2; ++s) {
+    std::string st = StatusField(d.Path("b_state"), s, "status");
+    EXPECT_TRUE(st == "submitted" || st == "success") << st << "\n" << r.err;
+  }
+  CommandResult c = RunCommand("OPENAI_API_KEY=test-key '" + std::string(MMIRAGE_BINARY) + "' collect --config " +
+                               d.Path("cfg.yaml"));
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  size_t rows = ReadLines(d.Path("b_out/shard_0/data.jsonl")).size() + ReadLines(d.Path("b_out/shard_1/data.jsonl")).size();
+  EXPECT_EQ(rows, 8u) << c.err;
+  if (!pid.empty()) RunCommand("kill " + pid);
 }
 
 TEST(SlurmTest, FourShardRunIsAnArrayJobAndMerges) {

@@ -34,6 +34,7 @@ std::string Config(const TempDir& d, const std::string& model) {
          "  remove_columns: true\n"
          "  output_schema: {id: \"{{ id }}\", answer: \"{{ answer }}\"}\n"
          "execution_params:\n"
+         "  cache: off\n"  // every shard really generates (the report is about generation)
          "  commit_every_rows: 2\n"
          "  commit_interval_seconds: 0.2\n";
 }
@@ -76,10 +77,10 @@ TEST(StatsHtmlTest, ThreeShardRunWithAnInterruptedShardGivesAValidSelfContainedR
   const std::string& model = SharedTinyModel();
   ASSERT_FALSE(model.empty()) << "cannot make the synthetic model (build/mmirage-make-test-model)";
   TempDir d;
-  WriteFile(d.Path("data.jsonl"), Rows(108));
+  WriteFile(d.Path("data.jsonl"), Rows(324));  // long enough to be interrupted on a quiet machine
   std::string cfg = d.Path("cfg.yaml");
   WriteFile(cfg, Config(d, model));
-  ::setenv("MMIRAGE_TIMELINE_INTERVAL_SECONDS", "1", 1);  // several samples in a short run (children inherit it)
+  ::setenv("MMIRAGE_TIMELINE_INTERVAL_SECONDS", "0.5", 1);  // several samples in a short run (children inherit it)
 
   auto r0 = RunMmirage("run --config " + cfg + " --shard-id 0 --quiet");
   ASSERT_EQ(r0.exit_code, 0) << r0.err;
@@ -94,7 +95,7 @@ TEST(StatsHtmlTest, ThreeShardRunWithAnInterruptedShardGivesAValidSelfContainedR
   }
   for (int i = 0; i < 6000 && JournalRows(d.Path("out"), 1) < 6; ++i)  // up to 60 s on a loaded machine
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // at least one sample of the first attempt
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // at least one sample of the first attempt
   ::kill(pid, SIGTERM);
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -180,6 +181,21 @@ TEST(StatsHtmlTest, AnUnwritableReportPathIsAOneLineErrorAndExitOne) {
   EXPECT_FALSE(Exists(d.Path("no/such/dir/report.html")));
   auto bad = RunMmirage("stats --config " + cfg + " --format pdf");
   EXPECT_NE(bad.exit_code, 0);
+}
+
+TEST(StatsHtmlTest, ABadTimelinePeriodIsRefusedBeforeAnyStateIsWritten) {
+  TempDir d;
+  WriteFile(d.Path("data.jsonl"), MakeRows(5));
+  std::string cfg = d.Path("cfg.yaml");
+  WriteFile(cfg, RestructureConfig(d.Path("data.jsonl"), d.Path("out"), d.Path("state")));
+  for (const char* v : {"abc", "0", "-3", "10s"}) {
+    ::setenv("MMIRAGE_TIMELINE_INTERVAL_SECONDS", v, 1);
+    auto r = RunMmirage("run --config " + cfg + " --quiet");
+    ::unsetenv("MMIRAGE_TIMELINE_INTERVAL_SECONDS");
+    EXPECT_EQ(r.exit_code, 2) << v << ": " << r.err;
+    EXPECT_NE(r.err.find(std::string("MMIRAGE_TIMELINE_INTERVAL_SECONDS='") + v + "'"), std::string::npos) << r.err;
+    EXPECT_FALSE(Exists(d.Path("state/shard_0/status.json"))) << v;
+  }
 }
 
 }  // namespace

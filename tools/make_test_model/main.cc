@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "test_model.h"
+#include "test_vlm.h"
 
 namespace {
 
@@ -40,9 +41,17 @@ int main(int argc, char** argv) {
   options.vocab_path = llama_src + "/models/ggml-vocab-qwen2.gguf";
   options.chat_template_path = llama_src + "/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja";
   bool check = false;
+  bool vlm = false;
+  std::string png_path;
+  int png_size = 32;
 
   CLI::App app{"Write a qwen2 GGUF model with random weights (deterministic per seed) for tests and benchmarks"};
-  app.add_option("--out", options.out_path, "Output GGUF file")->required();
+  app.add_option("--out", options.out_path, "Output GGUF file (with --vlm: output directory)");
+  app.add_flag("--vlm", vlm,
+               "Write a vision-language pair into the --out directory: model.gguf (tiny preset) and "
+               "mmproj-model.gguf (LLaVA MLP projector over a tiny CLIP, 16 image tokens per image)");
+  app.add_option("--png", png_path, "Instead of a model, write a deterministic RGB PNG test image (per --seed)");
+  app.add_option("--png-size", png_size, "Width and height of the --png image")->capture_default_str();
   app.add_option("--seed", options.seed, "Weight seed")->capture_default_str();
   app.add_option("--preset", options.preset,
                  "tiny (2 layers, n_embd 64, F32), small (Qwen2.5-0.5B shape, F16), medium (~4B shape, F16)")
@@ -66,6 +75,36 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
+  if (!png_path.empty()) {
+    mmirage::Status s = mmirage::Env::Default()->CreateDirs(mmirage::Dirname(png_path));
+    if (s.ok()) s = WriteTestPng(mmirage::Env::Default(), png_path, png_size, png_size, options.seed);
+    if (!s.ok()) {
+      std::cerr << "error: " << s.ToString() << "\n";
+      return kExitError;
+    }
+    std::printf("wrote %s: %dx%d PNG seed=%llu\n", png_path.c_str(), png_size, png_size,
+                static_cast<unsigned long long>(options.seed));
+    return 0;
+  }
+  if (options.out_path.empty()) {
+    std::cerr << "error: --out is required\n";
+    return kExitUsage;
+  }
+  std::string mmproj_path;
+  if (vlm) {
+    if (options.preset != "tiny") {
+      std::cerr << "error: --vlm writes the tiny preset only\n";
+      return kExitUsage;
+    }
+    mmirage::Status d = mmirage::Env::Default()->CreateDirs(options.out_path);
+    if (!d.ok()) {
+      std::cerr << "error: " << d.ToString() << "\n";
+      return kExitError;
+    }
+    mmproj_path = mmirage::JoinPath(options.out_path, "mmproj-model.gguf");
+    options.out_path = mmirage::JoinPath(options.out_path, "model.gguf");
+  }
+
   const auto start = std::chrono::steady_clock::now();
   auto stats = WriteTestModel(mmirage::Env::Default(), options);
   if (!stats.ok()) {
@@ -77,6 +116,20 @@ int main(int argc, char** argv) {
               stats->bytes_written / (1024.0 * 1024.0), static_cast<unsigned long long>(options.seed),
               SecondsSince(start));
   std::fflush(stdout);
+  if (vlm) {
+    TestMmprojOptions mo;
+    mo.out_path = mmproj_path;
+    mo.seed = options.seed;
+    mo.text_n_embd = 64;  // the tiny preset's n_embd
+    mmirage::Status s = WriteTestMmproj(mmirage::Env::Default(), mo);
+    if (!s.ok()) {
+      std::cerr << "error: " << s.ToString() << "\n";
+      (void)mmirage::Env::Default()->RemoveFile(options.out_path);
+      return kExitError;
+    }
+    std::printf("wrote %s: LLaVA MLP projector, %d image tokens per image\n", mmproj_path.c_str(),
+                kTestMmprojImageTokens);
+  }
 
   if (check) {
     auto result = CheckTestModel(options.out_path, kCheckTokens);

@@ -38,6 +38,44 @@ TEST(OpenAiProtocolTest, ChatRequestCarriesThePromptAsTheUserMessage) {
     EXPECT_EQ(b.Find(k), nullptr) << k;
 }
 
+TEST(OpenAiProtocolTest, ImagesBecomeImageUrlPartsWhereTheirMarkersAre) {
+  Request r;
+  r.prompt = std::string(kImageMarker) + "\nCompare with " + kImageMarker + ", then " + kImageMarker;
+  ImageInput png;
+  png.kind = ImageInput::Kind::kBytes;
+  png.source = "bytes of image input 'a'";
+  png.bytes = std::string("\x89PNG\r\n\x1a\n", 8);
+  ImageInput jpeg = png;
+  jpeg.bytes = "\xFF\xD8\xFF";
+  ImageInput url;
+  url.kind = ImageInput::Kind::kUrl;
+  url.source = "https://h/cat.jpg";
+  r.images = {png, jpeg, url};
+  r.json_schema = R"({"type":"object"})";
+  auto c = BuildOpenAiCall(r, OpenAiMode::kChat, "");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Value b = Body(*c);
+  const Value& content = *b.Find("messages")->as_array().at(0).Find("content");
+  ASSERT_TRUE(content.is_array()) << c->body;
+  ASSERT_EQ(content.size(), 5u) << c->body;
+  EXPECT_EQ(ToJson(content.as_array()[0]), R"({"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}})");
+  EXPECT_EQ(ToJson(content.as_array()[1]), R"({"type":"text","text":"\nCompare with "})");
+  EXPECT_EQ(ToJson(content.as_array()[2]), R"({"type":"image_url","image_url":{"url":"data:image/jpeg;base64,/9j/"}})");
+  EXPECT_EQ(ToJson(content.as_array()[3]), R"({"type":"text","text":", then "})");
+  EXPECT_EQ(ToJson(content.as_array()[4]), R"({"type":"image_url","image_url":{"url":"https://h/cat.jpg"}})");
+  EXPECT_NE(b.Find("response_format"), nullptr);  // JSON outputs work with images
+
+  Request bad = r;
+  bad.images[0].bytes = "not an image";
+  auto not_image = BuildOpenAiCall(bad, OpenAiMode::kChat, "");
+  ASSERT_FALSE(not_image.ok());
+  EXPECT_NE(not_image.status().message().find("not a known image format"), std::string::npos);
+  bad = r;
+  bad.images.pop_back();
+  EXPECT_FALSE(BuildOpenAiCall(bad, OpenAiMode::kChat, "").ok());      // 3 markers, 2 images
+  EXPECT_FALSE(BuildOpenAiCall(r, OpenAiMode::kCompletion, "").ok());  // images need the chat API
+}
+
 TEST(OpenAiProtocolTest, CompletionModeAndRawPromptsSendThePromptVerbatim) {
   Request r;
   r.prompt = "<|im_start|>user\nhi<|im_end|>\n";

@@ -222,5 +222,53 @@ TEST(ShardWriterTest, TwoWritersOfOneShardExcludeEachOther) {
   EXPECT_EQ(testing::RunCommand("ls '" + d.Path("out") + "'").out, "");
 }
 
+TEST(RowTransformTest, ImageValuesResolveAsPathsDataUrisBytesAndStructs) {
+  mmirage::testing::TempDir dir;
+  mmirage::testing::WriteFile(dir.Path("imgs/cat.jpg"), "\xFF\xD8\xFF");
+  auto c = MakeConfig("  inputs: [{name: img, key: img, type: image}]\n  outputs: []\n"
+                      "  remove_columns: true\n  output_schema: {img: '{{ img }}'}\n");
+  RowTransform t(&c, Env::Default(), dir.Path("imgs"));
+  auto ok = [&](const std::string& row) {
+    auto r = t.Extract(Json(row));
+    EXPECT_TRUE(r.ok) << row << ": " << r.error.message;
+    return r.ok ? ToJson(*r.value.Find("img")) : std::string();
+  };
+  EXPECT_EQ(ok(R"({"img": "cat.jpg"})"), "\"" + dir.Path("imgs/cat.jpg") + "\"");
+  EXPECT_EQ(ok(R"({"img": "data:image/jpeg;base64,/9j/"})"), R"("data:image/jpeg;base64,/9j/")");
+  EXPECT_EQ(ok(R"({"img": "https://h/x.png"})"), R"("https://h/x.png")");
+  EXPECT_EQ(ok(R"({"img": {"bytes": "/9j/", "path": "cat.jpg"}})"), R"({"bytes":"/9j/","path":"cat.jpg"})");
+  EXPECT_EQ(ok(R"({"img": {"bytes": null, "path": "cat.jpg"}})"),
+            R"({"bytes":null,"path":")" + dir.Path("imgs/cat.jpg") + "\"}");
+  auto null_struct = t.Extract(Json(R"({"img": {"bytes": null, "path": null}})"));
+  ASSERT_TRUE(null_struct.ok) << null_struct.error.message;
+  EXPECT_TRUE(null_struct.value.Find("img")->is_null());
+  for (const char* bad : {R"({"img": "missing.jpg"})", R"({"img": "data:image/png;base64,%%%"})",
+                          R"({"img": {"bytes": null, "path": "gone.png"}})"}) {
+    auto r = t.Extract(Json(bad));
+    EXPECT_FALSE(r.ok) << bad;
+    EXPECT_EQ(r.error.stage, Stage::kExtract);
+    EXPECT_NE(r.error.message.find("input 'img'"), std::string::npos) << r.error.message;
+  }
+}
+
+TEST(RowTransformTest, PromptsNameImagesThroughPlaceholders) {
+  config::LoadOptions o;
+  o.env = [](const std::string&) { return std::optional<std::string>(); };
+  auto c = config::LoadConfigFromString(
+      "processors: [{type: llm, server_args: {model_path: m.gguf}}]\n"
+      "loading_params:\n  datasets: [{type: JSONL, path: d.jsonl, output_dir: o}]\n"
+      "processing_params:\n  inputs: [{name: img, key: img, type: image}, {name: q, key: q}]\n"
+      "  outputs: [{name: a, type: llm, prompt: 'Look: {{ img }} {{ q }}'}]\n"
+      "  output_schema: {a: '{{ a }}'}\n",
+      "t.yaml", o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  RowTransform t(&*c, Env::Default(), "");
+  auto vars = t.Extract(Json(R"({"img": "https://h/x.png", "q": "why?"})"));
+  ASSERT_TRUE(vars.ok);
+  auto p = t.RenderPrompt(0, vars.value);
+  ASSERT_TRUE(p.ok) << p.error.message;
+  EXPECT_EQ(p.value, "Look: <__mmirage_image:img__> why?");
+}
+
 }  // namespace
 }  // namespace mmirage::pipeline

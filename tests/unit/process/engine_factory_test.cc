@@ -107,6 +107,22 @@ TEST(EngineFactoryTest, LlamaServerCommandSizesSlotsAndContext) {
   EXPECT_EQ(Join(*BuildServerCommand(d, 7, "/m", "/b")), "/b/llama-server -m /m --host 127.0.0.1 --port 7 -np 8 -c 32768");
 }
 
+TEST(EngineFactoryTest, LlamaServerGetsTheProjectorAndOnlyTemplateFiles) {
+  config::Processor p = Llm("llama-server");
+  p.llm.mmproj_path = "/models/mmproj.gguf";
+  p.llm.chat_template = "qwen2-vl";  // a name of the original's table: not one llama-server knows
+  EXPECT_EQ(Join(*BuildServerCommand(p, 7, "/m", "/b")),
+            "/b/llama-server -m /m --host 127.0.0.1 --port 7 -np 8 -c 32768 --mmproj /models/mmproj.gguf");
+  p.llm.chat_template = "/t/vl.jinja";
+  p.llm.mmproj_path = "auto";  // resolved by CreateManaged before the command is built
+  EXPECT_EQ(Join(*BuildServerCommand(p, 7, "/m", "/b")),
+            "/b/llama-server -m /m --host 127.0.0.1 --port 7 -np 8 -c 32768 --chat-template-file /t/vl.jinja");
+  config::Processor v = Llm("vllm", R"({"image_cache_mib": 0})");
+  v.llm.chat_template = "llava";
+  EXPECT_EQ(Join(*BuildServerCommand(v, 7, "/m", "")),
+            "vllm serve /m --host 127.0.0.1 --port 7 --tensor-parallel-size 1 --trust-remote-code");
+}
+
 TEST(EngineFactoryTest, AGivenServerCommandIsUsedVerbatimWithSubstitutions) {
   config::Processor p = Llm("sglang", R"({"ignored": 1})");
   p.llm.server_command = {"my-server", "--model={model_path}", "--port", "{port}"};

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds the unit tests with AddressSanitizer + UndefinedBehaviorSanitizer (GCC, a separate build dir:
+# build-asan/) and runs them; non-zero on any failing test or sanitizer report. Expects scripts/setup.sh to have run
+# (llama.cpp cache, test venv). The engine tests (a real model in the loop) are left to the normal build.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${MMIRAGE_CACHE:-$HOME/.cache/mmirage}"
+BUILD="$ROOT/build-asan"
+LLAMA_DIR="$(ls -d "$CACHE"/llama.cpp/*/ | head -1)"
+log() { printf '[sanitize] %s\n' "$*" >&2; }
+
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMIRAGE_LLAMA_DIR="${LLAMA_DIR%/}" \
+  -DMMIRAGE_PYTHON="$ROOT/build/venv/bin/python" -DCMAKE_CXX_FLAGS="$SAN" -DCMAKE_C_FLAGS="$SAN" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+# SANITIZE_TESTS="a_test b_test" narrows the set (e.g. for a quick local check).
+read -r -a TESTS <<<"${SANITIZE_TESTS:-util_test data_test query_test template_test state_test stats_test config_test process_test pipeline_test exec_test regress_test}"
+present=()
+for t in "${TESTS[@]}"; do
+  [ -d "$ROOT/tests/unit/${t%_test}" ] && present+=("$t")
+done
+cmake --build "$BUILD" -j "${MMIRAGE_JOBS:-$(nproc)}" --target "${present[@]}"
+
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
+failed=0
+for t in "${present[@]}"; do
+  log "$t"
+  # SlurmTest.* needs the one SLURM of the machine; the normal run covers it.
+  if ! (cd "$BUILD/tests" && "./$t" --gtest_brief=1 --gtest_filter='-SlurmTest.*' >"$BUILD/$t.log" 2>&1); then
+    log "$t: FAILED (log: build-asan/$t.log)"
+    grep -E "ERROR: AddressSanitizer|runtime error|SUMMARY|\[  FAILED  \]" "$BUILD/$t.log" | head -20 >&2 || true
+    failed=1
+  fi
+done
+exit "$failed"

@@ -1,0 +1,11 @@
+// `mmirage cache stats|clear` and `mmirage estimate` (issue #15).
+#pragma once
+
+#include "cli/common.h"
+
+namespace mmirage::cli {
+
+Runner RegisterCache(CLI::App* app);
+Runner RegisterEstimate(CLI::App* app);
+
+}  // namespace mmirage::cli

@@ -1,0 +1,49 @@
+#include "pipeline/batch_journal.h"
+
+#include <gtest/gtest.h>
+
+#include "support/test_util.h"
+
+namespace mmirage::pipeline {
+namespace {
+
+TEST(BatchJournalTest, EventsSurviveReopenAndATornLastLineIsDropped) {
+  testing::TempDir d;
+  {
+    auto j = BatchJournal::Open(Env::Default(), d.path());
+    ASSERT_TRUE(j.ok());
+    JournalChunk c;
+    c.name = "text-chunk-000001";
+    c.chunk_id = "chunk-000001";
+    c.modality = "text";
+    c.requests.push_back(JournalRequest{"a-text-s0-d0p0-r7", 0, 0, 0, 7});
+    ASSERT_TRUE((*j)->Append(c.ToEvent()).ok());
+    Value e = Value::EmptyObject();
+    e.Set("event", "submitted");
+    e.Set("name", "text-chunk-000001");
+    e.Set("batch_id", "batch_1");
+    ASSERT_TRUE((*j)->Append(e).ok());
+  }
+  // A crash in the middle of the next append.
+  std::string path = d.Path("journal.jsonl");
+  std::string text = testing::ReadFile(path);
+  testing::WriteFile(path, text + R"({"event":"sealed","sta)");
+  auto j = BatchJournal::Open(Env::Default(), d.path());
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  ASSERT_EQ((*j)->chunks().size(), 1u);
+  EXPECT_EQ(*(*j)->chunks()[0].batch_id, "batch_1");
+  EXPECT_EQ((*j)->chunks()[0].requests[0].row, 7u);
+  EXPECT_FALSE((*j)->sealed(0));
+  EXPECT_EQ(testing::ReadFile(path), text);  // truncated back to the last whole event
+}
+
+TEST(BatchJournalTest, ABadLineInTheMiddleIsCorruption) {
+  testing::TempDir d;
+  testing::WriteFile(d.Path("journal.jsonl"), "not json\n{\"event\":\"sealed\",\"stage\":0}\n");
+  auto j = BatchJournal::Open(Env::Default(), d.path());
+  ASSERT_FALSE(j.ok());
+  EXPECT_NE(j.status().message().find("journal.jsonl:1:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mmirage::pipeline
