@@ -39,7 +39,7 @@ JOBS="${MMIRAGE_JOBS:-$(nproc)}"
 BUILD="${MMIRAGE_BUILD_DIR:-$ROOT/build}"   # mmirage's own build tree
 GPU="${MMIRAGE_GPU:-none}"
 
-log() { printf '[setup] %s\n' "$*" >&2; }
+log() { printf '[setup %4ss] %s\n' "$SECONDS" "$*" >&2; }   # seconds since the start
 die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
 
 case "$GPU" in none|cpu|cuda) ;; *) die "MMIRAGE_GPU must be cuda or none, got '$GPU'" ;; esac
@@ -243,6 +243,7 @@ fi
 flock -u 9
 
 # ---- 4. mmirage itself: the main binary only, or everything with --for-tests ------------------------------------
+log "configuring mmirage in $BUILD"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE="${MMIRAGE_BUILD_TYPE:-Release}" \
   -DMMIRAGE_LLAMA_DIR="$LLAMA_DIR" "${LLAMA_CMAKE[@]}" -DMMIRAGE_ARROW_DIR="$ARROW_DIR" -DMMIRAGE_PYTHON="$VENV/bin/python" ${MMIRAGE_CMAKE_ARGS:-} >/dev/null
 if [ "$FOR_TESTS" = 1 ]; then
