@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -27,6 +28,7 @@
 #include "mtmd-helper.h"
 #include "mtmd.h"
 #include "sampling.h"
+#include "util/cpu_load.h"
 #include "util/dl.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -531,6 +533,27 @@ Status LoadTemplates(const LlamaEngineOptions& o, Env* env, Loaded* out) {
   return Status::OK();
 }
 
+// n_threads 0: the usable CPUs less those that other processes kept busy while the model loaded (at least 100 ms
+// of watching), so that a shared machine does not make llama.cpp's spinning threads wait for each other.
+int DefaultThreads(Env* env, const CpuSample& before) {
+  const int usable = UsableCpus();
+  if (usable < 2) return 1;
+  if (before.ok) {
+    const uint64_t now = SampleCpus().wall_micros;
+    if (now < before.wall_micros + 100000) env->SleepMicros(before.wall_micros + 100000 - now);
+  }
+  const double others = OtherProcessesBusyCpus(before, SampleCpus(), usable);
+  const int n = ThreadsForIdleCpus(usable, others);
+  if (n < usable) {
+    char busy[32];
+    std::snprintf(busy, sizeof(busy), "%.1f", others);
+    LogMessage(LogLevel::kInfo, "llama.cpp: " + std::to_string(n) + " of " + std::to_string(usable) +
+                                    " CPUs for decoding: other processes keep " + busy +
+                                    " busy (extra_engine_args.n_threads sets the count)");
+  }
+  return n;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Engine>> CreateLlamaEngine(const LlamaEngineOptions& options) {
@@ -538,10 +561,13 @@ Result<std::unique_ptr<Engine>> CreateLlamaEngine(const LlamaEngineOptions& opti
   InitBackendOnce();
   const uint64_t start_us = env->MonotonicMicros();
   Loaded loaded;
+  const CpuSample before_load = SampleCpus();
   MMIRAGE_TRY(LoadModel(options, env, &loaded));
-  MMIRAGE_TRY(CreateContext(options, &loaded));
-  MMIRAGE_TRY(LoadProjector(options, env, &loaded));
-  MMIRAGE_TRY(LoadTemplates(options, env, &loaded));
+  LlamaEngineOptions opts = options;
+  if (opts.n_threads <= 0) opts.n_threads = DefaultThreads(env, before_load);
+  MMIRAGE_TRY(CreateContext(opts, &loaded));
+  MMIRAGE_TRY(LoadProjector(opts, env, &loaded));
+  MMIRAGE_TRY(LoadTemplates(opts, env, &loaded));
   const double load_seconds = static_cast<double>(env->MonotonicMicros() - start_us) / 1e6;
   return std::unique_ptr<Engine>(new LlamaEngine(std::move(loaded.threadpool), std::move(loaded.model),
                                                  std::move(loaded.ctx), std::move(loaded.mctx),
