@@ -140,7 +140,7 @@ if [ ! -f "$MODEL" ]; then
   step "write the synthetic $PRESET model" "$BUILD/mmirage-make-test-model" --out "$MODEL.tmp" --preset "$PRESET"
   mv "$MODEL.tmp" "$MODEL"
 fi
-say "model: $(tail -1 "$LOG" 2>/dev/null)"
+if [ "$LOG" = /dev/null ]; then say "model: $MODEL (made by an earlier run)"; else say "model: $(tail -1 "$LOG")"; fi
 
 # ---- 4-6. per parallelism: raw, embedded, llama-server ----------------------------------------------------------
 py() { python3 - "$@"; }
@@ -204,8 +204,22 @@ PY
   say "P=$P raw libllama: $raw output tok/s"
   for backend in llama llama-server; do
     write_config "$D" "$backend" "$P"
-    step "P=$P mmirage run --stats, backend $backend" "$BUILD/mmirage" run --config "$D/cfg-$backend.yaml" --stats \
-      --progress log
+    if [ "$backend" = llama-server ]; then
+      # Soft: llama-server parses every chat answer and returns HTTP 500 when the random model's text does not
+      # parse (seen on CPU with 256 new tokens, with the model's template, a plain one and --no-jinja alike); the
+      # embedded figures must not be lost to that.
+      if ! ( step "P=$P mmirage run --stats, backend $backend" "$BUILD/mmirage" run --config "$D/cfg-$backend.yaml" \
+               --stats --progress log ); then
+        NSTEP=$((NSTEP + 1)); SOFT_FAILED=1
+        say "P=$P llama-server: that failure is not fatal; going on without its figure"
+        SUMMARY+=("P=$P  llama-server  FAILED (log $W/logs/$(printf %02d "$NSTEP").log)")
+        continue
+      fi
+      NSTEP=$((NSTEP + 1)); LOG="$W/logs/$(printf %02d "$NSTEP").log"
+    else
+      step "P=$P mmirage run --stats, backend $backend" "$BUILD/mmirage" run --config "$D/cfg-$backend.yaml" --stats \
+        --progress log
+    fi
     figures="$(run_figures "$D" "$backend")" || fail "P=$P $backend: no figures"
     read -r tps util days toks ngpu <<<"$figures"
     ratio="$(py "$tps" "$raw" <<<'import sys; print(f"{float(sys.argv[1]) / float(sys.argv[2]):.3f}")')"
@@ -215,4 +229,5 @@ PY
 done
 say "summary ($MODE, preset $PRESET, $MAX_NEW new tokens per row, goal: embedded >= 5000 tok/s on an H200, both >= 0.97 of raw):"
 printf '    %s\n' "${SUMMARY[@]}"
+[ "${SOFT_FAILED:-0}" = 0 ] || { say "GPU-CHECK PARTIAL: a llama-server step failed (above)"; exit 3; }
 say "GPU-CHECK OK"
