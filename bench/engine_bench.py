@@ -23,7 +23,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 BUILD = os.path.join(ROOT, "build")
 MMIRAGE = os.path.join(BUILD, "mmirage")
 MAKE_MODEL = os.path.join(BUILD, "mmirage-make-test-model")
-RAW = os.path.join(BUILD, "mmirage-bench-raw-llama")
+# The raw baseline may come from another build (e.g. the source build of llama.cpp when build/ uses the prebuilt one).
+RAW = os.environ.get("MMIRAGE_BENCH_RAW", os.path.join(BUILD, "mmirage-bench-raw-llama"))
 THREADS = int(os.environ.get("MMIRAGE_BENCH_THREADS", "1"))  # the same decode threads for both
 
 CONFIG = """processors:

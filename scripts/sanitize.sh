@@ -9,8 +9,15 @@ BUILD="$ROOT/build-asan"
 LLAMA_DIR="$(ls -d "$CACHE"/llama.cpp/*/ | head -1)"
 log() { printf '[sanitize] %s\n' "$*" >&2; }
 
+# The same llama.cpp (prebuilt or source) and Arrow as the main build that scripts/setup.sh configured.
+SAME=()
+for v in MMIRAGE_LLAMA_DIR MMIRAGE_LLAMA_MODE MMIRAGE_LLAMA_LIB_DIR MMIRAGE_LLAMA_BUILD_DIR MMIRAGE_ARROW_DIR; do
+  val="$(sed -n "s/^$v:[A-Z]*=//p" "$ROOT/build/CMakeCache.txt" 2>/dev/null)"
+  [ -z "$val" ] || SAME+=("-D$v=$val")
+done
+
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMIRAGE_LLAMA_DIR="${LLAMA_DIR%/}" \
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMIRAGE_LLAMA_DIR="${LLAMA_DIR%/}" "${SAME[@]}" \
   -DMMIRAGE_PYTHON="$ROOT/build/venv/bin/python" -DCMAKE_CXX_FLAGS="$SAN" -DCMAKE_C_FLAGS="$SAN" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 # SANITIZE_TESTS="a_test b_test" narrows the set (e.g. for a quick local check).

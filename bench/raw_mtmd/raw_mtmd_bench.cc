@@ -18,6 +18,7 @@
 #include "llama.h"
 #include "mtmd-helper.h"
 #include "mtmd.h"
+#include "raw_common/raw_decode.h"
 
 int main(int argc, char** argv) {
   std::string model_path, mmproj_path, requests_path;
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
+  raw_bench::LoadBackends();
   mtmd_helper_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
   llama_backend_init();
   llama_model* model = llama_model_load_from_file(model_path.c_str(), llama_model_default_params());
@@ -86,13 +88,7 @@ int main(int argc, char** argv) {
   llama_batch batch = llama_batch_init(std::max(n_batch, parallel), 0, 1);
   const int n_vocab = llama_vocab_n_tokens(vocab);
   int64_t generated = 0, encoded = 0;
-  auto argmax = [&](int idx) {
-    const float* logits = llama_get_logits_ith(ctx, idx);
-    int best = 0;
-    for (int t = 1; t < n_vocab; ++t)
-      if (logits[t] > logits[best]) best = t;
-    return best;
-  };
+  auto argmax = [&](int idx) { return raw_bench::Greedy(ctx, idx, n_vocab); };
   for (size_t wave = 0; wave < reqs.size(); wave += static_cast<size_t>(parallel)) {
     const size_t n_seq = std::min(reqs.size() - wave, static_cast<size_t>(parallel));
     llama_memory_clear(mem, true);
@@ -133,23 +129,11 @@ int main(int argc, char** argv) {
       mtmd_bitmap_free(w.bitmap);
     }
     for (int step = 1; step < max_new; ++step) {
-      batch.n_tokens = 0;
-      for (size_t s = 0; s < n_seq; ++s) {
-        int j = batch.n_tokens++;
-        batch.token[j] = next[s];
-        batch.pos[j] = pos[s]++;
-        batch.n_seq_id[j] = 1;
-        batch.seq_id[j][0] = static_cast<llama_seq_id>(s);
-        batch.logits[j] = true;
-      }
-      if (llama_decode(ctx, batch) != 0) {
+      if (!raw_bench::DecodeStep(ctx, batch, next, pos, n_vocab)) {
         std::cerr << "error: decode failed\n";
         return 1;
       }
-      for (size_t s = 0; s < n_seq; ++s) {
-        next[s] = argmax(static_cast<int>(s));
-        ++generated;
-      }
+      generated += static_cast<int64_t>(n_seq);
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,7 @@
 #include "engine/llama_loop.h"
 #include "engine/llama_request.h"
 #include "ggml-backend.h"
+#include "ggml-cpu.h"
 #include "jinja/runtime.h"
 #include "json-schema-to-grammar.h"
 #include "llama.h"
@@ -26,6 +28,8 @@
 #include "mtmd-helper.h"
 #include "mtmd.h"
 #include "sampling.h"
+#include "util/cpu_load.h"
+#include "util/dl.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -56,8 +60,29 @@ void InitBackendOnce() {
     llama_log_set(LlamaLogToOurs, nullptr);
     mtmd_helper_log_set(LlamaLogToOurs, nullptr);  // libmtmd's and clip's logger too
     common_log_set_verbosity_thold(LOG_LEVEL_ERROR);  // common's own logger: errors only
+#ifdef MMIRAGE_LLAMA_DYNAMIC_BACKENDS
+    // llama.cpp's shared build: the backends (one libggml-cpu-<family>.so per CPU family; the best one for this
+    // CPU is chosen) are loaded from the directory of libggml itself, wherever the install was moved to.
+    const std::string dir = DirectoryOfSymbol(reinterpret_cast<const void*>(&ggml_backend_load_all_from_path));
+    ggml_backend_load_all_from_path(dir.empty() ? nullptr : dir.c_str());
+    if (ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU) == nullptr) {
+      LogMessage(LogLevel::kError, "llama.cpp: no CPU backend (libggml-cpu-*.so) found in " + dir);
+    }
+#endif
     llama_backend_init();
   });
+}
+
+// True when the CPU backend runs its graphs with OpenMP (then it keeps its own thread team). Without OpenMP,
+// llama.cpp starts and joins fresh threads for every decode step unless a threadpool is attached.
+bool CpuBackendUsesOpenMp(ggml_backend_reg_t reg) {
+  auto get_features = reinterpret_cast<ggml_backend_get_features_t>(
+      ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features"));
+  if (get_features == nullptr) return false;
+  for (const ggml_backend_feature* f = get_features(reg); f->name != nullptr; ++f) {
+    if (std::string(f->name) == "OPENMP") return true;
+  }
+  return false;
 }
 
 int CountGpus() {
@@ -112,12 +137,49 @@ uint64_t HashId(const std::string& id) {
   return h;
 }
 
+// A persistent CPU threadpool (ggml's own, found through the CPU backend's registry so that it works with both the
+// static and the shared llama.cpp build). Freed after the context that uses it.
+class CpuThreadpool {
+ public:
+  CpuThreadpool() = default;
+  CpuThreadpool(const CpuThreadpool&) = delete;
+  CpuThreadpool& operator=(const CpuThreadpool&) = delete;
+  CpuThreadpool(CpuThreadpool&& o) noexcept : pool_(o.pool_), free_(o.free_) { o.pool_ = nullptr; }
+  CpuThreadpool& operator=(CpuThreadpool&& o) noexcept {
+    std::swap(pool_, o.pool_);
+    std::swap(free_, o.free_);
+    return *this;
+  }
+  ~CpuThreadpool() {
+    if (pool_ != nullptr && free_ != nullptr) free_(pool_);
+  }
+  // Creates a pool of n_threads when the CPU backend needs one (no OpenMP); otherwise leaves this empty.
+  void Create(int n_threads) {
+    ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    if (cpu == nullptr || n_threads < 2) return;
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(cpu);
+    if (CpuBackendUsesOpenMp(reg)) return;
+    auto make = reinterpret_cast<decltype(&ggml_threadpool_new)>(ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_new"));
+    free_ = reinterpret_cast<decltype(&ggml_threadpool_free)>(ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_free"));
+    if (make == nullptr || free_ == nullptr) return;
+    ggml_threadpool_params params = ggml_threadpool_params_default(n_threads);
+    pool_ = make(&params);
+  }
+  ggml_threadpool* get() const { return pool_; }
+
+ private:
+  ggml_threadpool* pool_ = nullptr;
+  decltype(&ggml_threadpool_free) free_ = nullptr;
+};
+
 class LlamaEngine final : public Engine {
  public:
-  LlamaEngine(std::unique_ptr<llama_model, ModelDeleter> model, std::unique_ptr<llama_context, ContextDeleter> ctx,
-              std::unique_ptr<mtmd_context, MtmdDeleter> mctx, common_chat_templates_ptr templates,
-              const LlamaEngineOptions& options, const LoopOptions& loop_options, double load_seconds, int n_gpus)
-      : model_(std::move(model)),
+  LlamaEngine(CpuThreadpool threadpool, std::unique_ptr<llama_model, ModelDeleter> model,
+              std::unique_ptr<llama_context, ContextDeleter> ctx, std::unique_ptr<mtmd_context, MtmdDeleter> mctx,
+              common_chat_templates_ptr templates, const LlamaEngineOptions& options, const LoopOptions& loop_options,
+              double load_seconds, int n_gpus)
+      : threadpool_(std::move(threadpool)),
+        model_(std::move(model)),
         ctx_(std::move(ctx)),
         mctx_(std::move(mctx)),
         env_(options.env != nullptr ? options.env : Env::Default()),
@@ -162,6 +224,7 @@ class LlamaEngine final : public Engine {
   Status MakeSampler(const Request& request, uint64_t seed, PreparedRequest* out);
 
   // Declaration order is destruction order in reverse: the loop goes first, the model last.
+  CpuThreadpool threadpool_;  // destroyed after ctx_
   std::unique_ptr<llama_model, ModelDeleter> model_;
   std::unique_ptr<llama_context, ContextDeleter> ctx_;
   std::unique_ptr<mtmd_context, MtmdDeleter> mctx_;  // null without a projector
@@ -362,6 +425,7 @@ Status LlamaEngine::MakeSampler(const Request& request, uint64_t seed, PreparedR
 
 // Model, context and chat templates, or the error that stops the engine from loading.
 struct Loaded {
+  CpuThreadpool threadpool;  // outlives ctx (members are destroyed in reverse order)
   std::unique_ptr<llama_model, ModelDeleter> model;
   std::unique_ptr<llama_context, ContextDeleter> ctx;
   std::unique_ptr<mtmd_context, MtmdDeleter> mctx;
@@ -424,6 +488,8 @@ Status CreateContext(const LlamaEngineOptions& o, Loaded* out) {
     return Status::Internal("cannot create a llama context (n_ctx " + std::to_string(cp.n_ctx) + ", n_batch " +
                             std::to_string(cp.n_batch) + ", KV " + o.cache_type_k + "/" + o.cache_type_v + ")");
   }
+  out->threadpool.Create(n_threads);
+  if (out->threadpool.get() != nullptr) llama_attach_threadpool(out->ctx.get(), out->threadpool.get(), nullptr);
   return Status::OK();
 }
 
@@ -467,6 +533,27 @@ Status LoadTemplates(const LlamaEngineOptions& o, Env* env, Loaded* out) {
   return Status::OK();
 }
 
+// n_threads 0: the usable CPUs less those that other processes kept busy while the model loaded (at least 100 ms
+// of watching), so that a shared machine does not make llama.cpp's spinning threads wait for each other.
+int DefaultThreads(Env* env, const CpuSample& before) {
+  const int usable = UsableCpus();
+  if (usable < 2) return 1;
+  if (before.ok) {
+    const uint64_t now = SampleCpus().wall_micros;
+    if (now < before.wall_micros + 100000) env->SleepMicros(before.wall_micros + 100000 - now);
+  }
+  const double others = OtherProcessesBusyCpus(before, SampleCpus(), usable);
+  const int n = ThreadsForIdleCpus(usable, others);
+  if (n < usable) {
+    char busy[32];
+    std::snprintf(busy, sizeof(busy), "%.1f", others);
+    LogMessage(LogLevel::kInfo, "llama.cpp: " + std::to_string(n) + " of " + std::to_string(usable) +
+                                    " CPUs for decoding: other processes keep " + busy +
+                                    " busy (extra_engine_args.n_threads sets the count)");
+  }
+  return n;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Engine>> CreateLlamaEngine(const LlamaEngineOptions& options) {
@@ -474,13 +561,17 @@ Result<std::unique_ptr<Engine>> CreateLlamaEngine(const LlamaEngineOptions& opti
   InitBackendOnce();
   const uint64_t start_us = env->MonotonicMicros();
   Loaded loaded;
+  const CpuSample before_load = SampleCpus();
   MMIRAGE_TRY(LoadModel(options, env, &loaded));
-  MMIRAGE_TRY(CreateContext(options, &loaded));
-  MMIRAGE_TRY(LoadProjector(options, env, &loaded));
-  MMIRAGE_TRY(LoadTemplates(options, env, &loaded));
+  LlamaEngineOptions opts = options;
+  if (opts.n_threads <= 0) opts.n_threads = DefaultThreads(env, before_load);
+  MMIRAGE_TRY(CreateContext(opts, &loaded));
+  MMIRAGE_TRY(LoadProjector(opts, env, &loaded));
+  MMIRAGE_TRY(LoadTemplates(opts, env, &loaded));
   const double load_seconds = static_cast<double>(env->MonotonicMicros() - start_us) / 1e6;
-  return std::unique_ptr<Engine>(new LlamaEngine(std::move(loaded.model), std::move(loaded.ctx),
-                                                 std::move(loaded.mctx), std::move(loaded.templates), options, loaded.loop, load_seconds,
+  return std::unique_ptr<Engine>(new LlamaEngine(std::move(loaded.threadpool), std::move(loaded.model),
+                                                 std::move(loaded.ctx), std::move(loaded.mctx),
+                                                 std::move(loaded.templates), options, loaded.loop, load_seconds,
                                                  loaded.n_gpus));
 }
 

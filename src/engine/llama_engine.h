@@ -51,7 +51,7 @@ struct LlamaEngineOptions {
   int n_ctx_seq = 4096;              // context per sequence (SGLang context_length), tokens; total = × n_parallel
   int n_batch = 2048;                // tokens per decode call (SGLang chunked_prefill_size); at least n_parallel
   int n_ubatch = 512;
-  int n_threads = 0;                 // 0 = all cores
+  int n_threads = 0;                 // 0 = the usable CPUs less those other processes keep busy (util/cpu_load.h)
   int n_gpu_layers = -1;             // -1 = all layers when a GPU backend is present
   std::string flash_attn = "auto";   // auto | on | off
   std::string cache_type_k = "f16";  // KV cache types

@@ -1,5 +1,12 @@
 // CheckTestModel: the `--check` smoke test (load, tokenize, decode, greedy-generate) and its JSON quoting.
 #include <llama.h>
+#ifdef MMIRAGE_LLAMA_DYNAMIC_BACKENDS
+#include <ggml-backend.h>
+
+#include <string>
+
+#include "util/dl.h"
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -119,6 +126,12 @@ std::string JsonQuote(const std::string& text) {
 Result<TestModelCheck> CheckTestModel(const std::string& model_path, int n_generate) {
   MMIRAGE_CHECK(n_generate > 0);
   LlamaLogCapture log;
+#ifdef MMIRAGE_LLAMA_DYNAMIC_BACKENDS
+  {  // llama.cpp's shared build: load the backends that sit beside libggml
+    const std::string dir = mmirage::DirectoryOfSymbol(reinterpret_cast<const void*>(&ggml_backend_load_all_from_path));
+    ggml_backend_load_all_from_path(dir.empty() ? nullptr : dir.c_str());
+  }
+#endif
   llama_backend_init();
   std::unique_ptr<llama_model, ModelDeleter> model(
       llama_model_load_from_file(model_path.c_str(), llama_model_default_params()));
