@@ -57,7 +57,7 @@ esac
 # ---- 1. system packages -------------------------------------------------------------------------------------------
 APT_PKGS=(build-essential cmake ninja-build git ccache pkg-config libyaml-cpp-dev libcli11-dev libsimdjson-dev
           libzstd-dev zlib1g-dev libgtest-dev libmimalloc-dev libcurl4-openssl-dev libsqlite3-dev python3 python3-venv npm
-          libpng-dev libjpeg62-turbo-dev libwebp-dev libssl-dev)
+          libpng-dev libjpeg62-turbo-dev libwebp-dev libssl-dev patchelf)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -155,10 +155,52 @@ build_llama_targets() {
   touch "$stamp"
 }
 
+# prebuilt, x86-64: llama.cpp's CPU backend alone (ggml-cpu: the decode kernels), built from the pinned source for
+# this machine's CPU (-march=native, OpenMP), about 1 CPU-minute. The prebuilt per-family variants decode ~25 %
+# slower here; they stay the fallback (a failed build, or a machine whose CPU lacks a flag of the build machine's:
+# the engine compares the cpu-flags file beside the library with /proc/cpuinfo). Same release and ABI as the prebuilt
+# libggml-base it loads into. Keyed by this CPU's flags, the compiler and the llama.cpp commit.
+# MMIRAGE_LLAMA_NATIVE_CPU=0 skips it.
+NATIVE_CPU_DIR=""
+build_native_cpu() {
+  if [ "${MMIRAGE_LLAMA_NATIVE_CPU:-1}" = 0 ]; then log "MMIRAGE_LLAMA_NATIVE_CPU=0: llama.cpp's prebuilt CPU kernels only"; return; fi
+  local flags key dir b f feats=()
+  flags="$(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2 | tr ' ' '\n' | sed '/^$/d' | sort -u | tr '\n' ' ')"
+  key="$(printf '%s|%s|%s' "$flags" "$(c++ --version 2>/dev/null | head -1)" "$LLAMA_COMMIT" | sha256sum | cut -c1-12)"
+  dir="$LLAMA_DIR/cpu-native-$key"
+  if [ ! -f "$dir/.complete" ]; then
+    # ggml's feature flags for the CPU's own (they make the library's self-check refuse a CPU without them).
+    for f in sse4_2:SSE42 avx:AVX f16c:F16C fma:FMA avx2:AVX2 bmi2:BMI2 avx512f:AVX512 avx512vbmi:AVX512_VBMI \
+             avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16 avx_vnni:AVX_VNNI amx_tile:AMX_TILE amx_int8:AMX_INT8; do
+      case " $flags " in *" ${f%%:*} "*) feats+=("-DGGML_${f#*:}=ON") ;; *) feats+=("-DGGML_${f#*:}=OFF") ;; esac
+    done
+    b="$dir.build"
+    log "building llama.cpp's CPU backend for this CPU into $dir (about a minute on 2 cores)"
+    rm -rf "$b" "$dir.tmp"
+    if cmake -S "$LLAMA_DIR/src" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON \
+         -DGGML_NATIVE=OFF "${feats[@]}" -DCMAKE_C_FLAGS=-march=native -DCMAKE_CXX_FLAGS=-march=native -DGGML_OPENMP=ON \
+         -DGGML_CCACHE=ON -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+         -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF \
+         -DLLAMA_USE_PREBUILT_UI=OFF >"$b.configure.log" 2>&1 \
+       && cmake --build "$b" -j "$JOBS" --target ggml-cpu >"$b.build.log" 2>&1 \
+       && mkdir -p "$dir.tmp" && cp "$b/bin/libggml-cpu.so" "$dir.tmp/libggml-cpu.so" \
+       && patchelf --replace-needed libggml-base.so.0 libggml-base.so --set-rpath '$ORIGIN' "$dir.tmp/libggml-cpu.so" \
+       && printf '%s\n' "$flags" >"$dir.tmp/cpu-flags"; then
+      touch "$dir.tmp/.complete"; rm -rf "$dir"; mv "$dir.tmp" "$dir"; rm -rf "$b"
+    else
+      log "warning: building llama.cpp's CPU backend for this CPU failed (see $b.configure.log, $b.build.log);" \
+          "using llama.cpp's prebuilt CPU kernels (about 25 % slower decoding)"
+      rm -rf "$dir.tmp"; return
+    fi
+  fi
+  NATIVE_CPU_DIR="$dir"
+}
+
 fetch_llama_source
 if [ "$LLAMA_MODE" = prebuilt ]; then
   fetch_llama_prebuilt
-  LLAMA_CMAKE=(-DMMIRAGE_LLAMA_MODE=prebuilt "-DMMIRAGE_LLAMA_LIB_DIR=$PREBUILT_DIR")
+  build_native_cpu
+  LLAMA_CMAKE=(-DMMIRAGE_LLAMA_MODE=prebuilt "-DMMIRAGE_LLAMA_LIB_DIR=$PREBUILT_DIR" "-DMMIRAGE_LLAMA_NATIVE_CPU_DIR=$NATIVE_CPU_DIR")
 else
   build_llama_targets llama ggml llama-common
   LLAMA_CMAKE=(-DMMIRAGE_LLAMA_MODE=source "-DMMIRAGE_LLAMA_BUILD_DIR=$SRC_BUILD")

@@ -12,12 +12,16 @@
 
 #include <string>
 
+#include <cstdio>
+#include <cstdlib>
+
+#include "engine/llama_backends.h"
 #include "ggml-backend.h"
 #endif
 
 namespace raw_bench {
 
-// llama.cpp's shared build: load the backends (libggml-cpu-<family>.so, ...) that sit beside libggml. A static
+// llama.cpp's shared build: load the backends that sit beside libggml, as the engine does (llama_backends.h). A static
 // build has them linked in: nothing to do.
 inline void LoadBackends() {
 #ifdef MMIRAGE_LLAMA_DYNAMIC_BACKENDS
@@ -27,7 +31,8 @@ inline void LoadBackends() {
     dir = info.dli_fname;
     dir = dir.substr(0, dir.rfind('/'));
   }
-  ggml_backend_load_all_from_path(dir.empty() ? nullptr : dir.c_str());
+  const std::string note = mmirage_llama::LoadLlamaBackends(dir);  // what the engine loads too
+  if (std::getenv("MMIRAGE_BENCH_VERBOSE") != nullptr) std::fprintf(stderr, "%s\n", note.c_str());
 #endif
 }
 

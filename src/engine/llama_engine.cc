@@ -17,6 +17,7 @@
 #include "chat.h"
 #include "common.h"
 #include "data/json.h"
+#include "engine/llama_backends.h"
 #include "engine/llama_loop.h"
 #include "engine/llama_request.h"
 #include "ggml-backend.h"
@@ -61,10 +62,10 @@ void InitBackendOnce() {
     mtmd_helper_log_set(LlamaLogToOurs, nullptr);  // libmtmd's and clip's logger too
     common_log_set_verbosity_thold(LOG_LEVEL_ERROR);  // common's own logger: errors only
 #ifdef MMIRAGE_LLAMA_DYNAMIC_BACKENDS
-    // llama.cpp's shared build: the backends (one libggml-cpu-<family>.so per CPU family; the best one for this
-    // CPU is chosen) are loaded from the directory of libggml itself, wherever the install was moved to.
+    // llama.cpp's shared build: the CPU backend built for this machine, else the best prebuilt
+    // libggml-cpu-<family>.so, from the directory of libggml itself, wherever the install was moved to.
     const std::string dir = DirectoryOfSymbol(reinterpret_cast<const void*>(&ggml_backend_load_all_from_path));
-    ggml_backend_load_all_from_path(dir.empty() ? nullptr : dir.c_str());
+    LogMessage(LogLevel::kDebug, mmirage_llama::LoadLlamaBackends(dir));
     if (ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU) == nullptr) {
       LogMessage(LogLevel::kError, "llama.cpp: no CPU backend (libggml-cpu-*.so) found in " + dir);
     }

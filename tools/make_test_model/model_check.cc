@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "engine/llama_backends.h"
 #include "util/dl.h"
 #endif
 
@@ -129,7 +130,7 @@ Result<TestModelCheck> CheckTestModel(const std::string& model_path, int n_gener
 #ifdef MMIRAGE_LLAMA_DYNAMIC_BACKENDS
   {  // llama.cpp's shared build: load the backends that sit beside libggml
     const std::string dir = mmirage::DirectoryOfSymbol(reinterpret_cast<const void*>(&ggml_backend_load_all_from_path));
-    ggml_backend_load_all_from_path(dir.empty() ? nullptr : dir.c_str());
+    mmirage_llama::LoadLlamaBackends(dir);
   }
 #endif
   llama_backend_init();
