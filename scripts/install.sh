@@ -8,6 +8,8 @@
 #   P/lib/*.so*                   every shared library mmirage needs that is not part of glibc (yaml-cpp, simdjson,
 #                                 mimalloc, curl and its dependencies, libstdc++, llama.cpp's libraries and its
 #                                 per-CPU-family backends when it is the shared build), each with RUNPATH $ORIGIN
+#   P/lib/cpu-native/             llama.cpp's CPU backend built for the build machine's CPU (libggml-cpu.so and
+#                                 cpu-flags), used on machines whose CPU has all those flags
 #   P/bin/llama-server            llama.cpp's OpenAI-compatible server (for `backend: llama-server`), beside
 #                                 mmirage where it looks for it; built by setup.sh --with-server if missing
 #   P/share/mmirage/              the `custom` processor's worker program (custom_worker.py, found relative to
@@ -86,6 +88,18 @@ if [ "$LLAMA_MODE" = prebuilt ]; then
     cp -L "$f" "$PREFIX/lib/"
     copy_deps "$f"
   done
+  # The CPU backend setup.sh built for the build machine's CPU (-march=native): lib/cpu-native/, used where the
+  # running CPU has every flag in its cpu-flags file, else the prebuilt variants above (see the README).
+  NATIVE_CPU_DIR="$(sed -n 's/^MMIRAGE_LLAMA_NATIVE_CPU_DIR:PATH=//p' "$BUILD/CMakeCache.txt")"
+  if [ -n "$NATIVE_CPU_DIR" ]; then
+    [ -f "$NATIVE_CPU_DIR/libggml-cpu.so" ] && [ -f "$NATIVE_CPU_DIR/cpu-flags" ] \
+      || die "$NATIVE_CPU_DIR lacks libggml-cpu.so or cpu-flags; run scripts/setup.sh"
+    mkdir -p "$PREFIX/lib/cpu-native"
+    cp -L "$NATIVE_CPU_DIR/libggml-cpu.so" "$NATIVE_CPU_DIR/cpu-flags" "$PREFIX/lib/cpu-native/"
+    copy_deps "$NATIVE_CPU_DIR/libggml-cpu.so"   # libgomp
+    chmod u+w "$PREFIX/lib/cpu-native/libggml-cpu.so"
+    patchelf --set-rpath '$ORIGIN/..' "$PREFIX/lib/cpu-native/libggml-cpu.so"
+  fi
 fi
 if [ "$SERVER" = 1 ]; then
   install -m 755 "$(readlink -f "$BUILD/llama-server")" "$PREFIX/bin/llama-server"
@@ -97,7 +111,7 @@ cp -r "$ROOT/examples" "$PREFIX/share/mmirage/examples"
 # RUNPATH: executables look in ../lib, libraries beside themselves. (A library's own RUNPATH is what the loader
 # uses for its dependencies, so every copied library gets one.)
 for f in "$PREFIX"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f"; done
-for f in "$PREFIX"/lib/*; do chmod u+w "$f"; patchelf --set-rpath '$ORIGIN' "$f"; done
+for f in "$PREFIX"/lib/*; do [ -f "$f" ] || continue; chmod u+w "$f"; patchelf --set-rpath '$ORIGIN' "$f"; done
 log "installed mmirage $VERSION into $PREFIX ($(ls "$PREFIX/lib" | wc -l) libraries, llama.cpp: ${LLAMA_MODE:-source})"
 
 if [ "$TARBALL" = 1 ]; then

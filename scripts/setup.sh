@@ -186,7 +186,7 @@ build_native_cpu() {
        && mkdir -p "$dir.tmp" && cp "$b/bin/libggml-cpu.so" "$dir.tmp/libggml-cpu.so" \
        && patchelf --replace-needed libggml-base.so.0 libggml-base.so --set-rpath '$ORIGIN' "$dir.tmp/libggml-cpu.so" \
        && printf '%s\n' "$flags" >"$dir.tmp/cpu-flags"; then
-      touch "$dir.tmp/.complete"; rm -rf "$dir"; mv "$dir.tmp" "$dir"; rm -rf "$b"
+      touch "$dir.tmp/.complete"; rm -rf "$dir"; mv "$dir.tmp" "$dir"; rm -rf "$b" "$b.configure.log" "$b.build.log"
     else
       log "warning: building llama.cpp's CPU backend for this CPU failed (see $b.configure.log, $b.build.log);" \
           "using llama.cpp's prebuilt CPU kernels (about 25 % slower decoding)"

@@ -4,7 +4,7 @@
 //
 // Contract: LoadLlamaBackends(dir), dir = the directory of libggml (empty: ggml's default search path).
 //   1. A CPU backend built for this machine (scripts/setup.sh: libggml-cpu.so and cpu-flags, the build machine's
-//      /proc/cpuinfo flags) is looked for in <dir>/cpu-native/ (an install bundle) and then in
+//      /proc/cpuinfo flags) is looked for in <dir>/cpu-native/ (an install bundle), or when that is absent in
 //      MMIRAGE_LLAMA_NATIVE_CPU_DIR (the build tree's cache dir, compiled in). It is used only when this CPU has
 //      every flag listed in cpu-flags (it is compiled with -march=native), and ggml accepts it.
 //   2. Otherwise (none, another CPU, MMIRAGE_LLAMA_CPU=prebuilt in the environment, or it fails to load) the
@@ -50,10 +50,11 @@ inline std::string LoadLlamaBackends(const std::string& dir) {
   if (force != nullptr && std::string(force) == "prebuilt") {
     why = "MMIRAGE_LLAMA_CPU=prebuilt";
   } else {
+    // An install bundle's own (when it has one) is the only candidate: a bundle never leans on the build machine.
     std::vector<std::string> candidates;
-    if (!dir.empty()) candidates.push_back(dir + "/cpu-native");
+    if (!dir.empty() && std::ifstream(dir + "/cpu-native/cpu-flags").good()) candidates.push_back(dir + "/cpu-native");
 #ifdef MMIRAGE_LLAMA_NATIVE_CPU_DIR
-    candidates.push_back(MMIRAGE_LLAMA_NATIVE_CPU_DIR);
+    if (candidates.empty()) candidates.push_back(MMIRAGE_LLAMA_NATIVE_CPU_DIR);
 #endif
     const std::set<std::string> have = ReadFlagWords("/proc/cpuinfo", "flags", /*after_colon=*/true);
     for (const std::string& c : candidates) {

@@ -6,7 +6,9 @@
 #   2. the model-free quickstart (examples/quickstart/restructure.yaml) runs from there with a bare environment and
 #      writes the same rows as the build's own binary;
 #   3. with llama.cpp's shared build, the embedded engine loads its CPU backend from the bundle's lib/ and
-#      generates (a tiny synthetic model, when the build has mmirage-make-test-model).
+#      generates (a tiny synthetic model, when the build has mmirage-make-test-model): the one built for this CPU
+#      (lib/cpu-native/) when the build has it, and the prebuilt variants when its cpu-flags name a flag this CPU
+#      lacks (or when there is none).
 # Usage: bundle_test.sh <source dir> <build dir>. Any failure exits non-zero with one line saying what.
 set -euo pipefail
 SRC="$(cd "$1" && pwd)"; BUILD="$(cd "$2" && pwd)"
@@ -35,6 +37,7 @@ rm -rf "$TMP/stage"   # the bundle must not lean on where it was staged
 glibc='^(linux-vdso\.so|ld-linux[^ ]*\.so|libc\.so|libm\.so|libpthread\.so|libdl\.so|librt\.so|libresolv\.so|libutil\.so|libanl\.so|libnsl\.so|libmvec\.so|libcrypt\.so|libcuda\.so|libnvidia-)'
 checked=0
 for f in "$B"/bin/* "$B"/lib/*; do
+  [ -f "$f" ] || continue   # lib/cpu-native/ is checked below
   out="$(env -u LD_LIBRARY_PATH ldd "$f" 2>&1)" || fail "ldd $f: $out"
   while read -r line; do
     [ -n "$line" ] || continue
@@ -48,6 +51,13 @@ for f in "$B"/bin/* "$B"/lib/*; do
     checked=$((checked + 1))
   done <<<"$out"
 done
+if [ -d "$B/lib/cpu-native" ]; then   # the CPU backend built for this CPU resolves its deps (libggml-base, libgomp) in lib/
+  out="$(env -u LD_LIBRARY_PATH ldd "$B/lib/cpu-native/libggml-cpu.so" 2>&1)" || fail "ldd cpu-native/libggml-cpu.so: $out"
+  for dep in libggml-base.so libgomp.so.1; do
+    [[ "$(sed -n "s/^[[:space:]]*$dep => \([^ ]*\) .*/\1/p" <<<"$out")" == "$B/lib/$dep" ]] \
+      || fail "cpu-native/libggml-cpu.so does not load $dep from the bundle: $out"
+  done
+fi
 ((checked > 5)) || fail "ldd checked only $checked libraries: the check itself is broken"
 echo "bundle_test: ldd: $checked library references of $(ls "$B/bin" "$B/lib" | wc -l) files resolve inside the bundle"
 
@@ -93,13 +103,29 @@ processing_params:
   remove_columns: true
   output_schema: {answer: "{{ answer }}"}
 EOF
-  (cd "$TMP/llm" && env -i PATH=/usr/bin:/bin HOME="$TMP/llm" "$B/bin/mmirage" run --config cfg.yaml --progress none \
-     --log-level DEBUG >log 2>&1) || fail "LLM run from the bundle failed: $(grep -v DEBUG "$TMP/llm/log" | tail -2)"
-  backend="$(sed -n 's/.*loaded CPU backend from \(.*\)$/\1/p' "$TMP/llm/log" | head -1)"
-  [ -n "$backend" ] || fail "no CPU backend was loaded: $(grep -i 'backend' "$TMP/llm/log" | head -2)"
-  [[ "$(realpath "$backend")" == "$B/lib/libggml-cpu-"* ]] || fail "the CPU backend came from $backend, not the bundle"
-  n="$(sed -n 's/.*Shard 0 done: \([0-9]*\) rows written.*/\1/p' "$TMP/llm/log" | head -1)"
-  [ "$n" = 2 ] || fail "LLM run from the bundle wrote '${n}' rows, expected 2"
+  llm_run() {  # $1: label; prints the CPU backend's path; the run must write 2 rows
+    rm -rf "$TMP/llm/out" "$TMP/llm/state"
+    (cd "$TMP/llm" && env -i PATH=/usr/bin:/bin HOME="$TMP/llm" "$B/bin/mmirage" run --config cfg.yaml --progress none \
+       --log-level DEBUG >log 2>&1) || fail "LLM run from the bundle ($1) failed: $(grep -v DEBUG "$TMP/llm/log" | tail -2)"
+    local backend n
+    backend="$(sed -n 's/.*loaded CPU backend from \(.*\)$/\1/p' "$TMP/llm/log" | head -1)"
+    [ -n "$backend" ] || fail "no CPU backend was loaded ($1): $(grep -i 'backend' "$TMP/llm/log" | head -2)"
+    n="$(sed -n 's/.*Shard 0 done: \([0-9]*\) rows written.*/\1/p' "$TMP/llm/log" | head -1)"
+    [ "$n" = 2 ] || fail "LLM run from the bundle ($1) wrote '${n}' rows, expected 2"
+    realpath "$backend"
+  }
+  backend="$(llm_run default)"
+  if [ -f "$B/lib/cpu-native/cpu-flags" ]; then
+    # Built on this machine: the CPU backend built for this CPU is the one used ...
+    [ "$backend" = "$B/lib/cpu-native/libggml-cpu.so" ] || fail "the CPU backend came from $backend, not the bundle's cpu-native/"
+    echo "bundle_test: embedded engine from the bundle: cpu-native/libggml-cpu.so, 2 rows"
+    # ... and on a CPU that lacks one of its build machine's flags, the prebuilt variants are.
+    echo "mmirage_test_flag_no_cpu_has" >>"$B/lib/cpu-native/cpu-flags"
+    backend="$(llm_run "other CPU")"
+    grep -q "built for another CPU (this one lacks 'mmirage_test_flag_no_cpu_has')" "$TMP/llm/log" \
+      || fail "the engine did not say why it skipped cpu-native/: $(grep -i 'cpu backend' "$TMP/llm/log" | head -2)"
+  fi
+  [[ "$backend" == "$B/lib/libggml-cpu-"* ]] || fail "the CPU backend came from $backend, not the bundle's prebuilt variants"
   echo "bundle_test: embedded engine from the bundle: $(basename "$backend"), 2 rows"
 fi
 echo "bundle_test: PASS"
