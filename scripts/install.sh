@@ -96,9 +96,9 @@ if [ "$LLAMA_MODE" = prebuilt ]; then
       || die "$NATIVE_CPU_DIR lacks libggml-cpu.so or cpu-flags; run scripts/setup.sh"
     mkdir -p "$PREFIX/lib/cpu-native"
     cp -L "$NATIVE_CPU_DIR/libggml-cpu.so" "$NATIVE_CPU_DIR/cpu-flags" "$PREFIX/lib/cpu-native/"
-    copy_deps "$NATIVE_CPU_DIR/libggml-cpu.so"   # libgomp
     chmod u+w "$PREFIX/lib/cpu-native/libggml-cpu.so"
-    patchelf --set-rpath '$ORIGIN/..' "$PREFIX/lib/cpu-native/libggml-cpu.so"
+    patchelf --set-rpath '$ORIGIN/..' "$PREFIX/lib/cpu-native/libggml-cpu.so"   # libggml-base and libgomp in lib/
+    copy_deps "$PREFIX/lib/cpu-native/libggml-cpu.so"   # libgomp
   fi
 fi
 if [ "$SERVER" = 1 ]; then

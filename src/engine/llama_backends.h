@@ -25,8 +25,8 @@
 
 namespace mmirage_llama {
 
-// The whitespace-separated words of a file's first line starting with `prefix` (prefix itself and the text up to
-// ':' dropped when `after_colon`).
+// The whitespace-separated words of a file's first line starting with `prefix` (the text up to ':' dropped when
+// `after_colon`); with an empty prefix, of every line.
 inline std::set<std::string> ReadFlagWords(const std::string& path, const std::string& prefix, bool after_colon) {
   std::set<std::string> out;
   std::ifstream in(path);
@@ -39,7 +39,7 @@ inline std::set<std::string> ReadFlagWords(const std::string& path, const std::s
     }
     std::istringstream words(line);
     for (std::string w; words >> w;) out.insert(w);
-    break;
+    if (!prefix.empty()) break;
   }
   return out;
 }

@@ -54,7 +54,7 @@ done
 if [ -d "$B/lib/cpu-native" ]; then   # the CPU backend built for this CPU resolves its deps (libggml-base, libgomp) in lib/
   out="$(env -u LD_LIBRARY_PATH ldd "$B/lib/cpu-native/libggml-cpu.so" 2>&1)" || fail "ldd cpu-native/libggml-cpu.so: $out"
   for dep in libggml-base.so libgomp.so.1; do
-    [[ "$(sed -n "s/^[[:space:]]*$dep => \([^ ]*\) .*/\1/p" <<<"$out")" == "$B/lib/$dep" ]] \
+    [[ "$(realpath -m "$(sed -n "s/^[[:space:]]*$dep => \([^ ]*\) .*/\1/p" <<<"$out")")" == "$B/lib/$dep" ]] \
       || fail "cpu-native/libggml-cpu.so does not load $dep from the bundle: $out"
   done
 fi
