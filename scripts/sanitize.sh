@@ -9,7 +9,7 @@ BUILD="$ROOT/build-asan"
 LLAMA_DIR="$(ls -d "$CACHE"/llama.cpp/*/ | head -1)"
 log() { printf '[sanitize] %s\n' "$*" >&2; }
 
-SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMIRAGE_LLAMA_DIR="${LLAMA_DIR%/}" \
   -DMMIRAGE_PYTHON="$ROOT/build/venv/bin/python" -DCMAKE_CXX_FLAGS="$SAN" -DCMAKE_C_FLAGS="$SAN" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
