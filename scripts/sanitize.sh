@@ -10,7 +10,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${MMIRAGE_CACHE:-$HOME/.cache/mmirage}"
 BUILD="$ROOT/build-asan"
-LLAMA_DIR="$(ls -d "$CACHE"/llama.cpp/*/ | head -1)"
+# The llama.cpp that scripts/setup.sh configured the normal build with (the cache may hold several versions).
+LLAMA_DIR="$(sed -n 's/^MMIRAGE_LLAMA_DIR:PATH=//p' "$ROOT/build/CMakeCache.txt" 2>/dev/null)"
+[ -n "$LLAMA_DIR" ] || LLAMA_DIR="$(ls -d "$CACHE"/llama.cpp/*/ | head -1)"
 log() { printf '[sanitize] %s\n' "$*" >&2; }
 
 START=$(date +%s)
