@@ -28,6 +28,22 @@ TEST(Issue13FuzzLong, FilterBlockWithoutANameIsAParseError) {
   EXPECT_EQ(*out, "AB");
 }
 
+// fuzz_template: iterating a string (`|list`, `|join`, a for loop) made one item per code point with no bound: a
+// string near the 256 MiB string limit became hundreds of millions of items and exhausted memory. A string with
+// more code points than the list limit (16,777,216) is now a "list too large" error; smaller ones still iterate.
+TEST(Issue13FuzzLong, IteratingAHugeStringIsBoundedByTheListLimit) {
+  auto big = tmpl::Template::Parse("{{ ('x' * 17000000)|list|length }}");
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  auto out = big->Render(*ParseJson("{}"));
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("list too large"), std::string::npos) << out.status().ToString();
+  auto small = tmpl::Template::Parse("{{ ('xé' * 3)|list|join('-') }}");
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  auto ok = small->Render(*ParseJson("{}"));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(*ok, "x-é-x-é-x-é");
+}
+
 Result<config::Config> Load(const std::string& yaml) {
   config::LoadOptions o;
   o.env = [](const std::string&) { return std::optional<std::string>(); };
