@@ -577,6 +577,7 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   if (!root.IsMap()) return Status::InvalidArgument(diag.LocOf(root).ToString() + ": the config must be a YAML map");
   // yaml-cpp throws on some node misuse (found by fuzz/fuzz_config): whatever slips through is a config error.
   try {
+  if (std::string shape = CheckYamlShape(diag, root); !shape.empty()) return Status::InvalidArgument(shape);
   MapReader top(&diag, &env, root, "");
   for (const char* req : {"processors", "loading_params", "processing_params"}) {
     if (!top.Has(req)) diag.Error(Loc{name, 1, 1}, std::string("missing required section '") + req + "'");
