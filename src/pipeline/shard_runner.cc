@@ -327,16 +327,6 @@ class ProgressReporter {
   std::thread thread_;
 };
 
-// Identifies (config, dataset, shard layout): a partial or published output of another identity is redone.
-uint64_t DatasetFingerprint(const config::Config& config, size_t dataset_index, int64_t shard_id) {
-  uint64_t h = config.fingerprint;
-  for (uint64_t x : {static_cast<uint64_t>(dataset_index), static_cast<uint64_t>(shard_id),
-                     static_cast<uint64_t>(config.loading.num_shards)}) {
-    h = (h ^ x) * 1099511628211ull;
-  }
-  return h;
-}
-
 Value DatasetsInfo(const config::Config& config) {
   Value arr = Value::EmptyArray();
   for (const auto& d : config.loading.datasets) {
@@ -463,16 +453,22 @@ Result<DatasetWork> ShardAttempt::PlanWork(size_t d) {
   w.index = d;
   w.config = &config_.loading.datasets[d];
   const config::DatasetConfig& dc = *w.config;
-  uint64_t fingerprint = DatasetFingerprint(config_, d, opt_.shard_id);
-  // Changed input files (path, size, first 64 KiB) change the fingerprint: never resume onto other data.
-  if (auto ident = InputIdentity(env_, dc); ident.ok()) fingerprint = (fingerprint ^ *ident) * 1099511628211ull;
-  // Published by an earlier attempt of this same config and shard, with no failed row: nothing to redo.
+  // The resume identity (expanded config, shard layout, input files): a partial or published output of another
+  // identity is never continued or kept.
+  Value identity = DatasetIdentity(env_, config_, d, opt_.shard_id);
+  const uint64_t fingerprint = IdentityFingerprint(identity);
+  // Published by an earlier attempt of this same identity, with no failed row: nothing to redo.
   w.published = ReadCompletedShard(env_, dc.output_dir, opt_.shard_id);
   if (w.published && w.published->fingerprint != fingerprint) {
-    LOG_WARN("dataset " << dc.output_dir << ": shard " << opt_.shard_id
-                        << " was published from another config or other input data (" << dc.path
-                        << " changed?); it is computed again from the start");
+    LOG_WARN("dataset " << dc.output_dir << ": shard " << opt_.shard_id << " was published from other inputs ("
+                        << DescribeIdentityChange(w.published->identity, identity)
+                        << "); it is computed again from the start");
     w.published.reset();
+  }
+  if (w.published) {  // a crash right after publishing can leave its journal behind
+    if (Status t = ShardWriter::TidyPublished(env_, dc.output_dir, opt_.shard_id); !t.ok()) {
+      return t.WithContext("cannot tidy the published shard");
+    }
   }
   if (w.published && w.published->rows_failed == 0) {
     w.kind = DatasetWork::Kind::kKept;
@@ -484,6 +480,8 @@ Result<DatasetWork> ShardAttempt::PlanWork(size_t d) {
   std::vector<std::string> splits;
   for (const auto& part : w.plan->parts) splits.push_back(part.split);
   ShardWriterOptions wo{dc.output_dir, opt_.shard_id, splits, fingerprint};
+  wo.identity = std::move(identity);
+  for (const auto& r : w.plan->ranges) wo.split_rows.push_back(r.size());
   wo.output_format = *ParseOutputFormat(dc.output_format);  // validated by the config loader
   auto writer = ShardWriter::Open(env_, wo);
   if (!writer.ok()) return writer.status().WithContext("cannot open the shard output");

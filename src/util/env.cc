@@ -1,6 +1,22 @@
 #include "util/env.h"
 
+#include <algorithm>
+
 namespace mmirage {
+
+Status SequentialFile::Skip(uint64_t n) {
+  char buf[1 << 14];
+  while (n > 0) {
+    MMIRAGE_ASSIGN_OR_RETURN(size_t got, Read(static_cast<size_t>(std::min<uint64_t>(n, sizeof buf)), buf));
+    if (got == 0) break;
+    n -= got;
+  }
+  return Status::OK();
+}
+
+Result<uint64_t> Env::GetFileModificationMicros(const std::string& path) {
+  return Status::Unavailable(path + ": modification time not available");
+}
 
 Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents) {
   const std::string tmp = path + ".tmp";
