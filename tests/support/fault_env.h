@@ -13,6 +13,7 @@
 // — unsynced writes dropped, unsynced creations, renames and removals undone — disarms, and takes that state as
 // the new durable baseline, so that a "restarted" run can use the same FaultEnv.
 //
+// Durability is modelled, not delegated: Sync only flushes to the OS and SyncDir does no real fsync.
 // Paths are compared after Env::AbsolutePath; operations outside root pass through untracked. Thread-safe (one
 // mutex); every WritableFile, SequentialFile and FileLock under root must be gone before SimulateCrash.
 #pragma once

@@ -4,11 +4,16 @@
 // identical to a fault-free run.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "config/config.h"
+#include "engine/engine.h"
 #include "exec/merge.h"
 #include "pipeline/shard_runner.h"
 #include "pipeline/shard_writer.h"
@@ -19,6 +24,54 @@
 
 namespace mmirage {
 namespace {
+
+// Answers each prompt with a reply derived from it, on its own thread, in submission order.
+class EchoEngine final : public engine::Engine {
+ public:
+  EchoEngine() : thread_([this] { Loop(); }) {}
+  ~EchoEngine() override { Shutdown(); }
+  void Submit(engine::Request r, engine::CompletionCallback done) override {
+    std::lock_guard<std::mutex> l(mu_);
+    queue_.emplace_back(std::move(r), std::move(done));
+    cv_.notify_one();
+  }
+  int Capacity() const override { return 1; }
+  double LoadSeconds() const override { return 0; }
+  int NumGpus() const override { return 0; }
+  void Shutdown() override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stop_) return;
+      stop_ = true;
+      cv_.notify_one();
+    }
+    thread_.join();
+  }
+
+ private:
+  void Loop() {
+    while (true) {
+      std::pair<engine::Request, engine::CompletionCallback> job;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      engine::Completion c;
+      c.text = "echo:" + job.first.prompt;
+      c.prompt_tokens = static_cast<int64_t>(job.first.prompt.size());
+      c.completion_tokens = 2;
+      job.second(std::move(c));
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<engine::Request, engine::CompletionCallback>> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
 
 using Tree = std::map<std::string, std::string>;  // relative path → content ("/" for a directory)
 
@@ -50,26 +103,35 @@ std::string Diff(const Tree& want, const Tree& got) {
 
 class CrashConsistencyTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Load(false); }
+  // Model-free rows (one batch, committed at once), or rows through a model output (streamed: many commits, usage).
+  void Load(bool with_model) {
+    with_model_ = with_model;
     SetLogLevel(LogLevel::kError);  // each crash and restart warns; the assertions say what matters
     std::string rows;
-    for (int i = 0; i < 24; ++i) {
+    for (int i = 0; i < 25; ++i) {
       // Row 7 has no `x`: a render error, recorded in errors.jsonl (within max_failed_rows).
       rows += "{\"id\":" + std::to_string(i) + (i == 7 ? "" : ",\"x\":{\"y\":" + std::to_string(i * 3) + "}") + "}\n";
     }
     testing::WriteFile(d_.Path("data.jsonl"), rows);
-    std::string yaml = "processors: []\n"
+    testing::WriteFile(d_.Path("fake.gguf"), "not read: the engine is injected");
+    std::string yaml = std::string(with_model ? "processors: [{type: llm, server_args: {model_path: " +
+                                                    d_.Path("fake.gguf") + "}}]\n"
+                                              : "processors: []\n") +
                        "loading_params:\n"
                        "  datasets: [{type: JSONL, path: " + d_.Path("data.jsonl") + ", output_dir: " +
                        d_.Path("out") + ", output_format: jsonl}]\n"
-                       "  num_shards: 2\n"
+                       "  num_shards: 2\n" + std::string(with_model ? "  batch_size: 1\n" : "") +
                        "  state_dir: " + d_.Path("state") + "\n"
                        "processing_params:\n"
-                       "  inputs: [{name: id, key: id}, {name: x, key: x}]\n"
-                       "  outputs: []\n"
-                       "  remove_columns: true\n"
-                       "  output_schema: {id: '{{ id }}', y: '{{ x.y + 1 }}'}\n"
-                       "execution_params: {commit_every_rows: 4, max_failed_rows: 5}\n";
+                       "  inputs: [{name: id, key: id}, {name: x, key: x}]\n" +
+                       std::string(with_model ? "  outputs: [{name: a, type: llm, prompt: 'P{{ x.y }}'}]\n"
+                                   "  remove_columns: true\n"
+                                   "  output_schema: {id: '{{ id }}', a: '{{ a }}'}\n"
+                                   : "  outputs: []\n"
+                                     "  remove_columns: true\n"
+                                     "  output_schema: {id: '{{ id }}', y: '{{ x.y + 1 }}'}\n") +
+                       "execution_params: {commit_every_rows: 4, max_failed_rows: 5, cache: off}\n";
     config::LoadOptions o;
     o.env = [](const std::string&) { return std::optional<std::string>(); };
     auto c = config::LoadConfigFromString(yaml, d_.Path("cfg.yaml"), o);
@@ -85,6 +147,11 @@ class CrashConsistencyTest : public ::testing::Test {
       o.config = &config_;
       o.shard_id = shard;
       o.quiet = true;
+      if (with_model_) {
+        o.engine_factory = [](const config::Processor&, std::vector<std::string>*) {
+          return Result<std::unique_ptr<engine::Engine>>(std::make_unique<EchoEngine>());
+        };
+      }
       auto r = pipeline::RunShard(o);
       if (!r.ok()) return r.status();
     }
@@ -101,6 +168,8 @@ class CrashConsistencyTest : public ::testing::Test {
   testing::TempDir d_;
   config::Config config_;
   int64_t total_ = 0;
+  bool with_model_ = false;
+  void CrashAtEverySyncPoint();
 };
 
 // Sync points of the shard outputs, the merge and the state files that record an attempt (progress.json and the
@@ -110,7 +179,7 @@ bool Counted(const std::string& path) {
   return path.find("status.json") != std::string::npos || path.find("attempts.log") != std::string::npos;
 }
 
-TEST_F(CrashConsistencyTest, ACrashAtEverySyncPointResumesToTheFaultFreeOutput) {
+void CrashConsistencyTest::CrashAtEverySyncPoint() {
   // Fault-free reference, and how many sync points it has.
   {
     testing::FaultEnv env(d_.path());
@@ -120,7 +189,7 @@ TEST_F(CrashConsistencyTest, ACrashAtEverySyncPointResumesToTheFaultFreeOutput) 
   }
   const Tree ref_out = Snapshot(d_.Path("out")), ref_merged = Snapshot(d_.Path("merged"));
   ASSERT_TRUE(ref_merged.count("data.jsonl"));
-  ASSERT_EQ(testing::ReadLines(d_.Path("merged/data.jsonl")).size(), 23u);
+  ASSERT_EQ(testing::ReadLines(d_.Path("merged/data.jsonl")).size(), 24u);
   ASSERT_EQ(testing::ReadLines(d_.Path("merged/errors.jsonl")).size(), 1u);
   ASSERT_GT(total_, 30);
 
@@ -162,8 +231,19 @@ TEST_F(CrashConsistencyTest, ACrashAtEverySyncPointResumesToTheFaultFreeOutput) 
   }
 }
 
+TEST_F(CrashConsistencyTest, ACrashAtEverySyncPointOfAModelFreeRunResumesToTheFaultFreeOutput) {
+  CrashAtEverySyncPoint();
+}
+
+TEST_F(CrashConsistencyTest, ACrashAtEverySyncPointOfAModelRunResumesToTheFaultFreeOutput) {
+  Load(true);
+  CrashAtEverySyncPoint();
+  EXPECT_TRUE(testing::Exists(d_.Path("merged/usage.jsonl")));
+}
+
 TEST_F(CrashConsistencyTest, TheFaultEnvDropsUnsyncedWritesAndUndoesUnsyncedRenames) {
   testing::WriteFile(d_.Path("keep/a"), "old");
+  testing::WriteFile(d_.Path("other/x"), "");
   testing::FaultEnv env(d_.path());
   Env* e = &env;
   {
@@ -175,12 +255,12 @@ TEST_F(CrashConsistencyTest, TheFaultEnvDropsUnsyncedWritesAndUndoesUnsyncedRena
     ASSERT_TRUE((*f)->Close().ok());
   }
   ASSERT_TRUE(e->RenameFile(d_.Path("keep/a"), d_.Path("keep/b")).ok());  // no SyncDir: undone
-  ASSERT_TRUE(WriteFileAtomically(e, d_.Path("keep/c"), "durable").ok());  // synced file and directory
+  ASSERT_TRUE(WriteFileAtomically(e, d_.Path("other/c"), "durable").ok());  // synced file and directory
   ASSERT_TRUE(e->CreateDirs(d_.Path("new/sub")).ok());                      // never synced: gone
   ASSERT_TRUE(env.SimulateCrash().ok());
   EXPECT_EQ(testing::ReadFile(d_.Path("keep/a")), "old+synced");
   EXPECT_FALSE(testing::Exists(d_.Path("keep/b")));
-  EXPECT_EQ(testing::ReadFile(d_.Path("keep/c")), "durable");
+  EXPECT_EQ(testing::ReadFile(d_.Path("other/c")), "durable");
   EXPECT_FALSE(testing::Exists(d_.Path("new")));
   // An armed crash fails the chosen sync point and every later write.
   env.CrashAtSyncPoint(2);
@@ -190,7 +270,7 @@ TEST_F(CrashConsistencyTest, TheFaultEnvDropsUnsyncedWritesAndUndoesUnsyncedRena
   EXPECT_FALSE(e->SyncDir(d_.Path("keep")).ok());
   EXPECT_TRUE(env.crashed());
   EXPECT_FALSE((*f)->Append("x").ok());
-  EXPECT_FALSE(e->RenameFile(d_.Path("keep/c"), d_.Path("keep/e")).ok());
+  EXPECT_FALSE(e->RenameFile(d_.Path("other/c"), d_.Path("other/e")).ok());
 }
 
 }  // namespace
