@@ -169,7 +169,8 @@ class CrashConsistencyTest : public ::testing::Test {
   config::Config config_;
   int64_t total_ = 0;
   bool with_model_ = false;
-  void CrashAtEverySyncPoint();
+  // redo: every crashing run is a second run (it redoes the failed row and republishes over the first run's shards).
+  void CrashAtEverySyncPoint(bool redo = false);
 };
 
 // Sync points of the shard outputs, the merge and the state files that record an attempt (progress.json and the
@@ -179,10 +180,13 @@ bool Counted(const std::string& path) {
   return path.find("status.json") != std::string::npos || path.find("attempts.log") != std::string::npos;
 }
 
-void CrashConsistencyTest::CrashAtEverySyncPoint() {
+void CrashConsistencyTest::CrashAtEverySyncPoint(bool redo) {
   // Fault-free reference, and how many sync points it has.
   {
     testing::FaultEnv env(d_.path());
+    if (redo) {
+      ASSERT_TRUE(RunAll(&env).ok());
+    }
     env.CrashAtSyncPoint(0, Counted);
     ASSERT_TRUE(RunAll(&env).ok());
     total_ = env.sync_points();
@@ -191,14 +195,26 @@ void CrashConsistencyTest::CrashAtEverySyncPoint() {
   ASSERT_TRUE(ref_merged.count("data.jsonl"));
   ASSERT_EQ(testing::ReadLines(d_.Path("merged/data.jsonl")).size(), 24u);
   ASSERT_EQ(testing::ReadLines(d_.Path("merged/errors.jsonl")).size(), 1u);
-  ASSERT_GT(total_, 30);
+  ASSERT_GT(total_, 20);
 
-  for (int64_t k = 1; k <= total_; ++k) {
+  // Streamed rows reach the writer in flushes that depend on timing, so a run's number of sync points varies a
+  // little: a run that ends before its k-th sync point must simply be right.
+  int64_t crashes = 0;
+  for (int64_t k = 1; k <= total_ + 2; ++k) {
     Clear();
     testing::FaultEnv env(d_.path());
+    if (redo) {
+      ASSERT_TRUE(RunAll(&env).ok());
+    }
     env.CrashAtSyncPoint(k, Counted);
     Status s = RunAll(&env);
-    ASSERT_TRUE(env.crashed()) << "sync point " << k << " of " << total_ << " never came";
+    if (!env.crashed()) {
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(Diff(ref_out, Snapshot(d_.Path("out"))), "") << "no crash at " << k;
+      EXPECT_EQ(Diff(ref_merged, Snapshot(d_.Path("merged"))), "") << "no crash at " << k;
+      continue;
+    }
+    ++crashes;
     ASSERT_FALSE(s.ok());
     const std::string where = "crash at sync point " + std::to_string(k) + " (" + env.crash_path() + ")";
     ASSERT_TRUE(env.SimulateCrash().ok()) << where;
@@ -229,6 +245,7 @@ void CrashConsistencyTest::CrashAtEverySyncPoint() {
       EXPECT_EQ(ShardState(Env::Default(), d_.Path("state"), shard).Read().status, "success") << where;
     }
   }
+  EXPECT_GE(crashes, total_ - 3);
 }
 
 TEST_F(CrashConsistencyTest, ACrashAtEverySyncPointOfAModelFreeRunResumesToTheFaultFreeOutput) {
@@ -239,6 +256,10 @@ TEST_F(CrashConsistencyTest, ACrashAtEverySyncPointOfAModelRunResumesToTheFaultF
   Load(true);
   CrashAtEverySyncPoint();
   EXPECT_TRUE(testing::Exists(d_.Path("merged/usage.jsonl")));
+}
+
+TEST_F(CrashConsistencyTest, ACrashAtEverySyncPointOfASecondRunThatRedoesFailedRowsKeepsItsShards) {
+  CrashAtEverySyncPoint(/*redo=*/true);
 }
 
 TEST_F(CrashConsistencyTest, TheFaultEnvDropsUnsyncedWritesAndUndoesUnsyncedRenames) {
