@@ -305,7 +305,7 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
   const OutputFormat format = shards[0].format;
 
   // Write into a temporary sibling, then publish.
-  MMIRAGE_TRY(env->CreateDirs(Dirname(rep.output_dir)));
+  MMIRAGE_TRY(CreateDirsDurably(env, Dirname(rep.output_dir)));
   std::string tmp = rep.output_dir + ".tmp." + env->Hostname() + "." + std::to_string(env->Pid()) + "." + RandomSuffix();
   MMIRAGE_TRY(env->RemoveAll(tmp));
   MMIRAGE_TRY(env->CreateDirs(tmp));

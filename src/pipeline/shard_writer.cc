@@ -119,7 +119,7 @@ ShardWriter::~ShardWriter() {
 
 Result<std::unique_ptr<ShardWriter>> ShardWriter::Open(Env* env, const ShardWriterOptions& options) {
   std::unique_ptr<ShardWriter> w(new ShardWriter(env, options));
-  MMIRAGE_TRY(env->CreateDirs(options.output_dir));
+  MMIRAGE_TRY(CreateDirsDurably(env, options.output_dir));
   auto lock = env->LockFile(JoinPath(options.output_dir, ".shard_" + std::to_string(options.shard_id) + ".lock"));
   if (!lock.ok()) {
     return lock.status().WithContext("shard " + std::to_string(options.shard_id) +

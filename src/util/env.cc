@@ -1,6 +1,7 @@
 #include "util/env.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace mmirage {
 
@@ -33,6 +34,17 @@ Status WriteFileAtomically(Env* env, const std::string& path, std::string_view c
   if (s.ok()) s = env->SyncDir(Dirname(path));
   if (!s.ok()) (void)env->RemoveFile(tmp);
   return s;
+}
+
+Status CreateDirsDurably(Env* env, const std::string& path) {
+  std::vector<std::string> missing;  // innermost first
+  for (std::string p = path; !p.empty() && p != "/" && p != "." && !env->IsDirectory(p); p = Dirname(p)) {
+    missing.push_back(p);
+  }
+  if (missing.empty()) return Status::OK();
+  MMIRAGE_TRY(env->CreateDirs(path));
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) MMIRAGE_TRY(env->SyncDir(Dirname(*it)));
+  return Status::OK();
 }
 
 std::string Dirname(const std::string& path) {

@@ -96,6 +96,10 @@ class Env {
 // path, sync the directory; removes the temp on failure. Readers see the old or the new content, never a mix.
 Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents);
 
+// CreateDirs, then fsyncs the parent of every directory it created (outermost first), so that the new directories
+// survive a crash (a new directory's entry is durable only once its parent is synced).
+Status CreateDirsDurably(Env* env, const std::string& path);
+
 // Directory of a path ("." when none) and last component.
 std::string Dirname(const std::string& path);
 std::string Basename(const std::string& path);
