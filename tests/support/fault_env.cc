@@ -280,7 +280,7 @@ Status FaultEnv::ExchangeFiles(const std::string& a, const std::string& b) {
   std::string na = Norm(a), nb = Norm(b);
   if (!Under(na) && !Under(nb)) return base_->ExchangeFiles(a, b);
   if (crashed_) return CrashedError(na);
-  if (!Under(na) || !Under(nb)) return Status::Unavailable("FaultEnv: exchange across its root");
+  if (!Under(na) || !Under(nb) || exchange_unavailable_) return Status::Unavailable("FaultEnv: no exchange");
   MMIRAGE_TRY(base_->ExchangeFiles(a, b));
   const std::string parked = root_ + "/\x01exchange";
   MoveSubtree(na, parked);

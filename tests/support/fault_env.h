@@ -41,6 +41,8 @@ class FaultEnv final : public Env {
   std::string crash_path() const;  // the path of the sync point that crashed
   // Rewrites the tree to its durable state (see above). Errors: I/O of the rewrite.
   Status SimulateCrash();
+  // Makes ExchangeFiles answer kUnavailable (a file system without renameat2 RENAME_EXCHANGE).
+  void set_exchange_unavailable(bool v) { exchange_unavailable_ = v; }
 
   // Env.
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path, bool append = false) override;
@@ -99,6 +101,7 @@ class FaultEnv final : public Env {
   std::function<bool(const std::string&)> counts_;
   bool crashed_ = false;
   std::string crash_path_;
+  bool exchange_unavailable_ = false;
 };
 
 }  // namespace mmirage::testing

@@ -170,7 +170,8 @@ class CrashConsistencyTest : public ::testing::Test {
   int64_t total_ = 0;
   bool with_model_ = false;
   // redo: every crashing run is a second run (it redoes the failed row and republishes over the first run's shards).
-  void CrashAtEverySyncPoint(bool redo = false);
+  // no_exchange: publishing falls back to rename-aside (a file system without RENAME_EXCHANGE).
+  void CrashAtEverySyncPoint(bool redo = false, bool no_exchange = false);
 };
 
 // Sync points of the shard outputs, the merge and the state files that record an attempt (progress.json and the
@@ -180,10 +181,11 @@ bool Counted(const std::string& path) {
   return path.find("status.json") != std::string::npos || path.find("attempts.log") != std::string::npos;
 }
 
-void CrashConsistencyTest::CrashAtEverySyncPoint(bool redo) {
+void CrashConsistencyTest::CrashAtEverySyncPoint(bool redo, bool no_exchange) {
   // Fault-free reference, and how many sync points it has.
   {
     testing::FaultEnv env(d_.path());
+    env.set_exchange_unavailable(no_exchange);
     if (redo) {
       ASSERT_TRUE(RunAll(&env).ok());
     }
@@ -203,6 +205,7 @@ void CrashConsistencyTest::CrashAtEverySyncPoint(bool redo) {
   for (int64_t k = 1; k <= total_ + 2; ++k) {
     Clear();
     testing::FaultEnv env(d_.path());
+    env.set_exchange_unavailable(no_exchange);
     if (redo) {
       ASSERT_TRUE(RunAll(&env).ok());
     }
@@ -264,6 +267,30 @@ TEST_F(CrashConsistencyTest, ACrashAtEverySyncPointOfAModelRunResumesToTheFaultF
 
 TEST_F(CrashConsistencyTest, ACrashAtEverySyncPointOfASecondRunThatRedoesFailedRowsKeepsItsShards) {
   CrashAtEverySyncPoint(/*redo=*/true);
+}
+
+TEST_F(CrashConsistencyTest, WithoutAnAtomicExchangeACrashAtEverySyncPointOfARepublishConverges) {
+  CrashAtEverySyncPoint(/*redo=*/true, /*no_exchange=*/true);
+}
+
+TEST_F(CrashConsistencyTest, LeftoversOfAnEarlierCrashNeverBlockPublishing) {
+  // A published shard, a stale `.tmp.partial.old` (crash in the rename-aside fallback) and a stale merge temp.
+  for (bool exchange : {true, false}) {
+    SCOPED_TRACE(exchange ? "with exchange" : "without exchange");
+    Clear();
+    testing::FaultEnv env(d_.path());
+    env.set_exchange_unavailable(!exchange);
+    ASSERT_TRUE(RunAll(&env).ok());
+    const Tree ref = Snapshot(d_.Path("out"));
+    testing::WriteFile(d_.Path("out/shard_0.tmp.partial.old/data.jsonl"), "{\"stale\":1}\n");
+    testing::WriteFile(d_.Path("out/shard_0.tmp.partial.old/_mmirage.json"), "{}");
+    testing::WriteFile(d_.Path("merged.tmp.old-host.1.x/data.jsonl"), "{\"stale\":1}\n");
+    Status again = RunAll(&env);  // redoes the failed row: republishes shard 0 and 1
+    ASSERT_TRUE(again.ok()) << again.ToString();
+    EXPECT_EQ(Diff(ref, Snapshot(d_.Path("out"))), "");
+    EXPECT_FALSE(testing::Exists(d_.Path("out/shard_0.tmp.partial.old")));
+    EXPECT_EQ(testing::ReadLines(d_.Path("merged/data.jsonl")).size(), 24u);
+  }
 }
 
 TEST_F(CrashConsistencyTest, TheFaultEnvDropsUnsyncedWritesAndUndoesUnsyncedRenames) {
