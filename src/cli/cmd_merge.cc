@@ -40,6 +40,7 @@ int MergeAllDatasets(Env* env, const config::Config& config, const MergeTarget& 
   }
   exec::MergeOptions mo;
   if (!allow_partial) mo.shard_ids = ids;
+  else mo.num_shards = config.loading.num_shards;  // never a stale shard_<n> of an earlier, larger run
   // Destination names (spec pipeline.md §10.2): duplicates get _<index>.
   std::map<std::string, int> name_count;
   for (const auto& d : config.loading.datasets) name_count[NormalizedBasename(env, d.output_dir)]++;

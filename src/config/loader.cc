@@ -7,6 +7,7 @@
 #include "config/validate.h"
 #include "data/json.h"
 #include "config/yaml_reader.h"
+#include "util/path_safety.h"
 
 namespace mmirage::config {
 namespace {
@@ -437,6 +438,8 @@ void ReadLoading(Diag* d, const EnvLookup& env, const YAML::Node& node, LoadingP
                                     Describe(kv.second));
             continue;
           }
+          if (std::string why = UnsafePathComponent(kv.first.Scalar()); !why.empty())  // issue #13: path safety
+            d->Error(kv.first, "split name '" + kv.first.Scalar() + "' " + why + " (split names become folders of output_dir)");
           dc.splits.emplace_back(kv.first.Scalar(), ExpandEnvVars(v.as_string(), env));
         }
         if (dc.splits.empty()) d->Error(p, sec + ".path: the split map is empty");
@@ -496,7 +499,10 @@ void ReadExecution(Diag* d, const EnvLookup& env, const YAML::Node& node, Execut
   r.String("hf_home", &e->hf_home);
   r.OptString("edf_env", &e->edf_env);
   r.OptString("account", &e->account);
-  r.String("job_name", &e->job_name);
+  if (r.String("job_name", &e->job_name)) {
+    if (std::string why = UnsafePathComponent(e->job_name); !why.empty())
+      d->Error(r.LocOf("job_name"), "execution_params.job_name '" + e->job_name + "' " + why + " (it names files in report_dir)");
+  }
   r.OptString("reservation", &e->reservation);
   r.Int("nodes", &e->nodes);
   r.Int("ntasks_per_node", &e->ntasks_per_node);

@@ -44,32 +44,26 @@ void CheckOutputSchemaNames(Diag* d, const OutputNode& node, const std::set<std:
   }
 }
 
-}  // namespace
-
-// Why `name` cannot be one path component inside an output folder ("" when it can): it becomes a directory or
-// file name (split folders, the SLURM job's log names), so it must not escape (issue #13: absolute paths, "..",
-// separators).
-std::string UnsafeComponent(const std::string& name) {
-  if (name.empty()) return "is empty";
-  if (name == "." || name == "..") return "is '" + name + "'";
-  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos) return "contains a path separator";
-  if (name.find('\0') != std::string::npos) return "contains a NUL byte";
-  return "";
+// The literal text of a template, without its {{ … }}, {% … %} and {# … #} parts.
+std::string TemplateLiteralText(const std::string& t) {
+  std::string out;
+  for (size_t i = 0; i < t.size();) {
+    if (t[i] == '{' && i + 1 < t.size() && (t[i + 1] == '{' || t[i + 1] == '%' || t[i + 1] == '#')) {
+      const char* close = t[i + 1] == '{' ? "}}" : t[i + 1] == '%' ? "%}" : "#}";
+      size_t e = t.find(close, i + 2);
+      if (e == std::string::npos) break;
+      i = e + 2;
+    } else {
+      out.push_back(t[i++]);
+    }
+  }
+  return out;
 }
+
+}  // namespace
 
 void ValidateConfig(Diag* d, Config* c) {
   LoadingParams& lp = c->loading;
-  for (const auto& ds : lp.datasets) {
-    for (const auto& sp : ds.splits) {
-      if (std::string why = UnsafeComponent(sp.first); !why.empty()) {
-        d->Error(ds.loc, "split name '" + sp.first + "' " + why + " (split names become folders of output_dir)");
-      }
-    }
-  }
-  if (std::string why = UnsafeComponent(c->execution.job_name); !why.empty()) {
-    d->Error(Loc{d->file(), 1, 1}, "execution_params.job_name '" + c->execution.job_name + "' " + why +
-                                       " (it names files in report_dir)");
-  }
   if (lp.datasets.empty()) {
     d->Error(Loc{d->file(), 1, 1}, "No datasets provided in config.loading_params.datasets");
   }
@@ -108,6 +102,11 @@ void ValidateConfig(Diag* d, Config* c) {
     if (o.prompt_tmpl) CheckTemplateNames(d, o.loc, "output '" + o.name + "' prompt", *o.prompt_tmpl, known, kNoExtra);
     if (o.negative_prompt_tmpl)
       CheckTemplateNames(d, o.loc, "output '" + o.name + "' negative_prompt", *o.negative_prompt_tmpl, known, kNoExtra);
+    if (o.filename_tmpl && TemplateLiteralText(o.filename_template).find_first_of("/\\") != std::string::npos) {
+      d->Warn(o.loc, "output '" + o.name + "' filename_template '" + o.filename_template + "' holds a path separator: "
+                     "images are written directly in the processor's output_dir, with every character other than "
+                     "A-Z a-z 0-9 . _ - replaced by '_' (no sub-folders, nothing outside it)");
+    }
     if (o.filename_tmpl)
       CheckTemplateNames(d, o.loc, "output '" + o.name + "' filename_template", *o.filename_tmpl, known,
                          kFilenameExtra);

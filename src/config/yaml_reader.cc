@@ -30,6 +30,20 @@ size_t EditDistance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+// Reports every scalar under `n` that reads as NaN or ±infinity (.nan, .inf): JSON has no such numbers, so a
+// request body or a server command carrying one would be invalid (issue #13). `field` names n in the message.
+void CheckFinite(Diag* d, const YAML::Node& n, const std::string& field) {
+  if (n.IsScalar()) {
+    Value v = ResolveScalar(n);
+    if (v.is_double() && !std::isfinite(v.as_double()))
+      d->Error(n, field + ": '" + n.Scalar() + "' is not a finite number (JSON has no NaN or Infinity)");
+  } else if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) CheckFinite(d, n[i], field + "[" + std::to_string(i) + "]");
+  } else if (n.IsMap()) {
+    for (const auto& kv : n) CheckFinite(d, kv.second, field + "." + (kv.first.IsScalar() ? kv.first.Scalar() : "?"));
+  }
+}
+
 }  // namespace
 
 std::string Loc::ToString() const {
@@ -235,6 +249,10 @@ bool MapReader::Double(const char* key, double* out) {
     diag_->Error(n, Field(key) + ": expected a number, got " + Describe(n));
     return false;
   }
+  if (v.is_number() && !std::isfinite(v.as_number())) {
+    diag_->Error(n, Field(key) + ": '" + n.Scalar() + "' is not a finite number");
+    return false;
+  }
   *out = v.is_bool() ? (v.as_bool() ? 1.0 : 0.0) : v.as_number();
   return true;
 }
@@ -271,6 +289,7 @@ bool MapReader::MapValue(const char* key, Value* out) {
     diag_->Error(n, Field(key) + ": expected a map, got " + Describe(n));
     return false;
   }
+  CheckFinite(diag_, n, Field(key));
   *out = NodeToValue(n, *env_);
   return true;
 }

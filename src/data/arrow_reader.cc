@@ -17,6 +17,7 @@
 #include "data/arrow_util.h"
 #include "data/dataset.h"
 #include "data/json.h"
+#include "util/path_safety.h"
 
 namespace mmirage {
 namespace {
@@ -416,8 +417,8 @@ Result<DatasetPart> ResolveHfDatasetDir(Env* env, const std::string& dir, const 
   part.format = DataFormat::kArrowStream;
   for (const auto& f : files->as_array()) {
     std::string name = ListedFile(f);
-    if (name.empty() || name.find('/') != std::string::npos || name == "..")
-      return Status::Corruption(state_path + ": bad \"_data_files\" entry " + ToJson(f));
+    if (std::string why = UnsafePathComponent(name); !why.empty())
+      return Status::Corruption(state_path + ": bad \"_data_files\" entry " + ToJson(f) + " (" + why + ")");
     std::string path = JoinPath(dir, name);
     if (!env->IsRegularFile(path)) return Status::NotFound(state_path + " lists " + name + ", which does not exist");
     part.files.push_back(std::move(path));
@@ -440,8 +441,9 @@ Result<std::vector<DatasetPart>> ResolveHfDataset(Env* env, const std::string& d
     if (splits == nullptr || !splits->is_array() || splits->size() == 0)
       return Status::Corruption(dd_path + ": expected {\"splits\": [names...]}");
     for (const auto& s : splits->as_array()) {
-      if (!s.is_string() || s.as_string().empty() || s.as_string().find('/') != std::string::npos)
-        return Status::Corruption(dd_path + ": bad split name " + ToJson(s));
+      std::string why = s.is_string() ? UnsafePathComponent(s.as_string()) : "is not a string";
+      if (!why.empty())  // a split name is a folder of this directory: it must not lead out of it
+        return Status::Corruption(dd_path + ": bad split name " + ToJson(s) + " (" + why + ")");
       MMIRAGE_ASSIGN_OR_RETURN(auto part, ResolveHfDatasetDir(env, JoinPath(dir, s.as_string()), s.as_string()));
       parts.push_back(std::move(part));
     }

@@ -5,6 +5,7 @@
 #include "data/arrow_reader.h"
 #include "data/json.h"
 #include "data/tagged_json.h"
+#include "util/path_safety.h"
 
 namespace mmirage {
 namespace {
@@ -25,8 +26,9 @@ Result<std::vector<DatasetPart>> ResolveDir(Env* env, const std::string& dir, co
     if (splits == nullptr || !splits->is_array() || splits->size() == 0)
       return Status::Corruption(dd + ": expected {\"splits\": [names...]}");
     for (const auto& s : splits->as_array()) {
-      if (!s.is_string() || s.as_string().empty() || s.as_string().find('/') != std::string::npos)
-        return Status::Corruption(dd + ": bad split name " + ToJson(s));
+      std::string why = s.is_string() ? UnsafePathComponent(s.as_string()) : "is not a string";
+      if (!why.empty())  // a split name is a folder of this directory: it must not lead out of it
+        return Status::Corruption(dd + ": bad split name " + ToJson(s) + " (" + why + ")");
       MMIRAGE_ASSIGN_OR_RETURN(auto sub, ResolveDir(env, JoinPath(dir, s.as_string()), s.as_string(), depth + 1));
       for (auto& p : sub) parts.push_back(std::move(p));
     }

@@ -1,6 +1,7 @@
 #include "data/value.h"
 
 #include <algorithm>
+#include <atomic>
 #include <unordered_map>
 
 namespace mmirage {
@@ -28,7 +29,20 @@ void Value::MoveFrom(Value&& o) noexcept {
   o.Destroy();
 }
 
+// use_count() is a relaxed load: reading 1 does not by itself order our writes after the reads another thread
+// made before it dropped its reference (the drop is a release). The acquire fence after the load does (fence
+// synchronisation), so in-place writes on a container we own alone never race with its former sharers.
+namespace {
+template <typename T>
+bool Unshared(const std::shared_ptr<T>& p) {
+  if (p.use_count() != 1) return false;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return true;
+}
+}  // namespace
+
 void Value::DetachNested() noexcept {
+  std::atomic_thread_fence(std::memory_order_acquire);  // the caller saw use_count() == 1: see Unshared
   // Move every uniquely-owned non-empty child container into `pending`, then free them one by one: each is freed
   // after its own children were moved out, so no destructor recurses more than one level.
   std::vector<Value> pending;
@@ -36,6 +50,7 @@ void Value::DetachNested() noexcept {
     auto take = [&pending](Value& c) {
       if ((c.type_ == Type::kArray && c.a_.use_count() == 1 && !c.a_->empty()) ||
           (c.type_ == Type::kObject && c.o_.use_count() == 1 && !c.o_->empty())) {
+        std::atomic_thread_fence(std::memory_order_acquire);  // see Unshared
         pending.push_back(std::move(c));
       }
     };
@@ -54,12 +69,12 @@ void Value::DetachNested() noexcept {
 }
 
 Value::Array& Value::mutable_array() {
-  if (a_.use_count() > 1) a_ = std::make_shared<Array>(*a_);
+  if (!Unshared(a_)) a_ = std::make_shared<Array>(*a_);
   return *a_;
 }
 
 Value::Object& Value::mutable_object() {
-  if (o_.use_count() > 1) o_ = std::make_shared<Object>(*o_);
+  if (!Unshared(o_)) o_ = std::make_shared<Object>(*o_);
   return *o_;
 }
 

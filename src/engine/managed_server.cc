@@ -68,7 +68,9 @@ Result<std::unique_ptr<ManagedServer>> ManagedServer::Start(const ManagedServerO
   so.stdout_path = o.log_path;
   so.stderr_path = "=stdout";
   so.new_process_group = true;
-  so.terminate_with_parent = true;
+  so.terminate_with_parent = true;   // the leader at once
+  so.stop_group_with_parent = true;  // and all it forked (a shell, a launcher's workers), even after our SIGKILL
+  so.group_stop_grace_seconds = o.stop_grace_seconds;
   uint64_t start_us = o.env->MonotonicMicros();
   LOG_INFO("Starting " << o.name << " on 127.0.0.1:" << o.port << " (log: " << o.log_path << ")");
   std::string command;

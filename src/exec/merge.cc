@@ -10,6 +10,8 @@
 #include "data/dataset.h"
 #include "data/hf_writer.h"
 #include "data/output_reader.h"
+#include "util/log.h"
+#include "util/path_safety.h"
 
 namespace mmirage::exec {
 namespace {
@@ -18,6 +20,7 @@ std::optional<int64_t> ShardNumber(const std::string& name) {
   if (name.rfind("shard_", 0) != 0 || name.size() == 6 || name.find(".tmp") != std::string::npos) return std::nullopt;
   for (size_t i = 6; i < name.size(); ++i)
     if (!std::isdigit(static_cast<unsigned char>(name[i]))) return std::nullopt;
+  if (name.size() > 6 + 18) return std::nullopt;  // more digits than an int64 shard id holds: not one of ours
   return std::stoll(name.substr(6));
 }
 
@@ -243,9 +246,26 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
     for (const auto& c : children) {
       auto id = ShardNumber(c);
       std::string d = JoinPath(rep.input_dir, c);
-      if (id && env->IsDirectory(d)) candidates.emplace_back(*id, d);
+      if (!id || !env->IsDirectory(d)) continue;
+      if (options.num_shards && *id >= *options.num_shards) {
+        rep.ignored_beyond_num_shards.push_back(*id);
+        continue;
+      }
+      candidates.emplace_back(*id, d);
     }
     std::sort(candidates.begin(), candidates.end());
+    for (size_t i = 1; i < candidates.size(); ++i) {  // shard_7 and shard_07: never merge a shard twice
+      if (candidates[i].first == candidates[i - 1].first)
+        return Status::InvalidArgument(candidates[i - 1].second + " and " + candidates[i].second + " are both shard " +
+                                       std::to_string(candidates[i].first) + "; remove one");
+    }
+    if (!rep.ignored_beyond_num_shards.empty()) {
+      std::sort(rep.ignored_beyond_num_shards.begin(), rep.ignored_beyond_num_shards.end());
+      std::string list;
+      for (int64_t id : rep.ignored_beyond_num_shards) list += (list.empty() ? "" : ", ") + std::to_string(id);
+      LOG_WARN("Ignoring stale shard folder(s) " << list << " in " << rep.input_dir << ": beyond num_shards="
+                                                  << *options.num_shards << " (left over from an earlier run?)");
+    }
   }
   if (candidates.empty()) return Status::NotFound("No shard_* folders found in " + rep.input_dir + ".");
 
@@ -260,7 +280,8 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
       const Value* splits = v.ok() ? v->Find("splits") : nullptr;
       if (splits == nullptr || !splits->is_array()) return Status::Corruption(dd + ": invalid dataset_dict.json");
       for (const auto& s : splits->as_array()) {
-        if (!s.is_string()) return Status::Corruption(dd + ": invalid split name");
+        std::string why = s.is_string() ? UnsafePathComponent(s.as_string()) : "is not a string";
+        if (!why.empty()) return Status::Corruption(dd + ": invalid split name " + ToJson(s) + " (" + why + ")");
         sc.splits.push_back(s.as_string());
         std::string sd = JoinPath(dir, s.as_string());
         auto fmt = TableFormat(env, sd);

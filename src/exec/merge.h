@@ -20,6 +20,9 @@ struct MergeOptions {
   // When set, exactly these shard ids are merged (in order) and every one must exist; shard directories with
   // other ids are ignored. When empty, every `shard_<digits>` directory is a candidate (merge-dir).
   std::optional<std::vector<int64_t>> shard_ids;
+  // Without shard_ids: when set, `shard_<n>` folders with n >= num_shards are left out with a warning (stale
+  // folders of an earlier run with more shards; `merge --allow-partial`).
+  std::optional<int64_t> num_shards;
 };
 
 struct MergeReport {
@@ -29,6 +32,7 @@ struct MergeReport {
   int64_t rows = 0;
   int64_t skipped_invalid = 0;    // shard dirs without data
   int64_t skipped_zero_rows = 0;  // shard dirs with no rows
+  std::vector<int64_t> ignored_beyond_num_shards;  // stale shard_<n> folders left out (MergeOptions::num_shards)
   int64_t error_rows = 0;         // lines of the shards' errors.jsonl, merged into <output>/errors.jsonl
   std::string Summary() const;    // "Merged dataset <name>: shards=… rows=… output=… skipped=… (invalid=…, zero_rows=…)"
 };

@@ -1,6 +1,8 @@
 #include "process/engine_factory.h"
 
+#include <cctype>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "data/json.h"
@@ -37,6 +39,58 @@ std::string Substitute(std::string s, const std::string& key, const std::string&
   for (size_t pos = s.find(key); pos != std::string::npos; pos = s.find(key, pos + value.size()))
     s.replace(pos, key.size(), value);
   return s;
+}
+
+// `value` as it must be written at this point of a shell command to stand for itself, by the quoting in force
+// there: outside quotes one single-quoted word ('it'\''s'); inside '…' the same with the quote closed and
+// reopened around each "'"; inside "…" with $ ` " \ escaped.
+std::string ShellQuoted(const std::string& value, char quote) {
+  bool plain = !value.empty();
+  for (unsigned char c : value) plain = plain && (std::isalnum(c) || std::strchr("_./:=@%+,-", c) != nullptr);
+  if (plain) return value;  // nothing the shell would read differently (a port, most paths)
+  std::string out;
+  if (quote == '"') {
+    for (char c : value) {
+      if (c == '$' || c == '`' || c == '"' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    return out;
+  }
+  if (quote == 0) out.push_back('\'');
+  for (char c : value) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  if (quote == 0) out.push_back('\'');
+  return out;
+}
+
+// A one-string server_command with {port} and {model_path} replaced, each by a value the shell reads back
+// verbatim (a model path with spaces, quotes or $(…) neither splits nor runs), whatever quotes the user put
+// around the placeholder. The quote state is tracked as sh does: '…' literal, "…" with \ escapes, \ outside.
+std::string SubstituteForShell(const std::string& cmd, const std::vector<std::pair<std::string, std::string>>& vars) {
+  std::string out;
+  char quote = 0;
+  for (size_t i = 0; i < cmd.size();) {
+    bool replaced = false;
+    for (const auto& [key, value] : vars) {
+      if (cmd.compare(i, key.size(), key) == 0) {
+        out += ShellQuoted(value, quote);
+        i += key.size();
+        replaced = true;
+        break;
+      }
+    }
+    if (replaced) continue;
+    char c = cmd[i];
+    out.push_back(c);
+    ++i;
+    if (c == '\\' && quote != '\'' && i < cmd.size()) {
+      out.push_back(cmd[i++]);  // an escaped character, quote or not
+    } else if (quote == 0 && (c == '\'' || c == '"')) {
+      quote = c;
+    } else if (quote != 0 && c == quote) {
+      quote = 0;
+    }
+  }
+  return out;
 }
 
 std::string ScalarText(const Value& v) {
@@ -147,8 +201,11 @@ Result<std::vector<std::string>> BuildServerCommand(const config::Processor& p, 
   std::string port_s = std::to_string(port);
   std::vector<std::string> argv;
   if (!llm.server_command.empty()) {
+    if (llm.server_command.size() == 1) {
+      return std::vector<std::string>{
+          "/bin/sh", "-c", SubstituteForShell(llm.server_command[0], {{"{port}", port_s}, {"{model_path}", model}})};
+    }
     for (const auto& a : llm.server_command) argv.push_back(Substitute(Substitute(a, "{port}", port_s), "{model_path}", model));
-    if (argv.size() == 1) argv = {"/bin/sh", "-c", argv[0]};
     return argv;
   }
   const Value& extra = llm.extra_engine_args;

@@ -34,7 +34,8 @@ Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Process
                                                            const config::EnvLookup& env_lookup);
 
 // The command of a managed server listening on 127.0.0.1:`port`:
-//  - server_command (verbatim; "{port}" and "{model_path}" substituted; one string runs through /bin/sh -c);
+//  - server_command (verbatim; "{port}" and "{model_path}" substituted; one string runs through /bin/sh -c, the
+//    values quoted for the shell by the quoting in force at the placeholder, so they are read back verbatim);
 //  - sglang:       python -m sglang.launch_server --model-path M --host 127.0.0.1 --port P --tp-size T ...
 //  - vllm:         vllm serve M --host 127.0.0.1 --port P --tensor-parallel-size T ...
 //  - llama-server: <llama_server_dir>/llama-server -m M --host 127.0.0.1 --port P -np N -c N×ctx ...

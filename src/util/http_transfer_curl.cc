@@ -46,7 +46,7 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
   curl_easy_getinfo(st->handle, CURLINFO_RESPONSE_CODE, &code);
   if (code == 200 && !st->out_path.empty()) {
     if (st->out == nullptr && !st->out_failed) {
-      st->out = std::fopen(st->out_path.c_str(), "wb");
+      st->out = std::fopen(st->out_path.c_str(), "wbe");
       if (st->out == nullptr) st->out_failed = true;
     }
     if (st->out == nullptr || std::fwrite(data, 1, len, st->out) != len) {
@@ -108,7 +108,7 @@ HttpResponse HttpTransfer(const HttpRequest& r, const HttpTransferOptions& o) {
     if (!o.file.content_type.empty()) curl_mime_type(part, o.file.content_type.c_str());
     curl_easy_setopt(h, CURLOPT_MIMEPOST, mime);
   } else if (!o.body_path.empty()) {
-    st.in = std::fopen(o.body_path.c_str(), "rb");
+    st.in = std::fopen(o.body_path.c_str(), "rbe");
     if (st.in == nullptr) {
       st.response.transport = HttpTransport::kBroken;
       st.response.error = "cannot read " + o.body_path + ": " + std::strerror(errno);
@@ -142,7 +142,7 @@ HttpResponse HttpTransfer(const HttpRequest& r, const HttpTransferOptions& o) {
       st.response.status_code = static_cast<int>(status);
       // An empty 200 body still makes the (empty) file.
       if (status == 200 && !st.out_path.empty() && st.out == nullptr && !st.out_failed) {
-        st.out = std::fopen(st.out_path.c_str(), "wb");
+        st.out = std::fopen(st.out_path.c_str(), "wbe");
         if (st.out == nullptr) st.out_failed = true;
       }
     } else {

@@ -26,7 +26,8 @@ struct PipeProcessOptions {
 
 class PipeProcess {
  public:
-  // Starts the child in its own process group with stdin and stdout connected to us. Errors: kNotFound (no such
+  // Starts the child in its own process group with stdin and stdout connected to us (it inherits no other
+  // descriptor of ours but stderr). Errors: kNotFound (no such
   // program, or not executable), kIOError.
   static Result<std::unique_ptr<PipeProcess>> Start(const PipeProcessOptions& options);
   ~PipeProcess();

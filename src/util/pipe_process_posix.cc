@@ -1,9 +1,8 @@
+// POSIX implementation of util/pipe_process.h over the spawn helper (util/spawn.h).
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -12,8 +11,7 @@
 #include <cstring>
 
 #include "util/pipe_process.h"
-
-extern char** environ;
+#include "util/spawn.h"
 
 namespace mmirage {
 namespace {
@@ -26,81 +24,32 @@ int64_t NowMillis() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
-std::string ResolveProgram(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = ::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t b = 0;
-  while (b <= dirs.size()) {
-    size_t e = dirs.find(':', b);
-    if (e == std::string::npos) e = dirs.size();
-    std::string cand = (e > b ? dirs.substr(b, e - b) : ".") + "/" + name;
-    struct stat st;
-    if (::stat(cand.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(cand.c_str(), X_OK) == 0) return cand;
-    b = e + 1;
-  }
-  return "";
-}
-
 }  // namespace
 
 Result<std::unique_ptr<PipeProcess>> PipeProcess::Start(const PipeProcessOptions& o) {
-  if (o.argv.empty()) return Status::InvalidArgument("empty command");
-  std::string program = ResolveProgram(o.argv[0]);
-  struct stat st;
-  if (program.empty() || ::stat(program.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      ::access(program.c_str(), X_OK) != 0)
-    return Status::NotFound(o.argv[0] + ": no such executable");
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string kv = *e;
-    std::string key = kv.substr(0, kv.find('='));
-    bool replaced = false;
-    for (const auto& ov : o.env_overrides) replaced = replaced || ov.first == key;
-    if (!replaced) env.push_back(std::move(kv));
-  }
-  for (const auto& ov : o.env_overrides) env.push_back(ov.first + "=" + ov.second);
-  std::vector<char*> argv, envp;
-  for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  int in_pipe[2], out_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0) return Status::IOError(std::string("pipe: ") + std::strerror(errno));
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1};
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0) {
     int e = errno;
-    ::close(in_pipe[0]);
-    ::close(in_pipe[1]);
+    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1]})
+      if (fd >= 0) ::close(fd);
     return Status::IOError(std::string("pipe: ") + std::strerror(e));
   }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
-  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
-  if (!o.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, o.cwd.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, program.c_str(), &fa, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  SpawnSpec spec;
+  spec.argv = o.argv;
+  spec.env_overrides = o.env_overrides;
+  spec.cwd = o.cwd;
+  spec.stdin_fd = in_pipe[0];
+  spec.stdout_fd = out_pipe[1];
+  spec.new_process_group = true;
+  auto pid = SpawnChild(spec);
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
-  if (rc != 0) {
+  if (!pid.ok()) {
     ::close(in_pipe[1]);
     ::close(out_pipe[0]);
-    std::string msg = o.argv[0] + ": " + std::strerror(rc);
-    return rc == ENOENT || rc == EACCES ? Status::NotFound(msg) : Status::IOError(msg);
+    return pid.status();
   }
-  return std::unique_ptr<PipeProcess>(new PipeProcess(pid, in_pipe[1], out_pipe[0]));
+  return std::unique_ptr<PipeProcess>(new PipeProcess(*pid, in_pipe[1], out_pipe[0]));
 }
 
 PipeProcess::~PipeProcess() {

@@ -1,6 +1,7 @@
-// Child processes: start, poll, wait, signal; run a command and capture its output; the path of this binary.
-// The only OS process API of mmirage (implementation in subprocess_posix.cc). Thread-safe: each Subprocess is
-// owned by one thread; the free functions have no shared state.
+// Child processes: start, poll, wait, signal; run a command and capture its output.
+// The OS process API of mmirage (implementation in subprocess_posix.cc, on the one spawn helper of util/spawn.h:
+// children inherit no descriptor of ours but 0-2). Thread-safe: each Subprocess is owned by one thread; the free
+// functions have no shared state.
 #pragma once
 
 #include <cstdint>
@@ -21,16 +22,25 @@ struct SubprocessOptions {
   std::string stdout_path;                                        // empty: inherit; else appended to this file
   std::string stderr_path;                                        // empty: inherit; "=stdout": same as stdout
   bool new_process_group = false;                                 // Signal() then reaches the whole group
-  // Linux: the child gets SIGKILL when the thread that started it exits (PR_SET_PDEATHSIG), so a server we
-  // started does not outlive us even after a SIGKILL. REQUIRES: Start is called from a long-lived thread.
+  // Linux: the child gets SIGKILL when the thread that started it exits (PR_SET_PDEATHSIG), so a child we
+  // started does not outlive us even after a SIGKILL. Reaches the child only, not what it forked.
+  // REQUIRES: Start is called from a long-lived thread.
   bool terminate_with_parent = false;
+  // The whole process group is stopped when this process ends in any way (a SIGKILL included) or when the
+  // Subprocess is destroyed with members of the group left: a guard process (util/spawn.h) sends SIGTERM, then
+  // SIGKILL after group_stop_grace_seconds. For servers whose command forks (a shell, a launcher and its
+  // workers). REQUIRES: new_process_group.
+  bool stop_group_with_parent = false;
+  double group_stop_grace_seconds = 10;
 };
 
 class Subprocess {
  public:
   // Errors: kNotFound (no such program), kIOError.
   static Result<std::unique_ptr<Subprocess>> Start(const SubprocessOptions& options);
-  ~Subprocess();  // does not kill or wait; call Wait() (or Signal + Wait) first to avoid zombies
+  // Does not kill or wait (call Wait(), or Signal + Wait, first to avoid zombies), except that with
+  // stop_group_with_parent what is left of the group is stopped by its guard.
+  ~Subprocess();
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;
 
@@ -46,19 +56,23 @@ class Subprocess {
   Status SignalGroup(int sig);
 
  private:
-  explicit Subprocess(int pid, bool group) : pid_(pid), group_(group) {}
+  Subprocess(int pid, bool group, int guard_fd) : pid_(pid), group_(group), guard_fd_(guard_fd) {}
   int pid_;
   bool group_;
+  int guard_fd_;  // the group guard's socket, -1 without stop_group_with_parent
   std::optional<int> status_;
 };
 
 struct CommandOutput {
-  int exit_code = -1;  // 128 + signal when killed; 124 on timeout
+  int exit_code = -1;  // 128 + signal when killed; 124 when the deadline passed
   std::string out;
   std::string err;
 };
-// Runs argv to completion, capturing stdout and stderr. timeout_seconds <= 0: no timeout.
-Result<CommandOutput> RunCommandCapture(const std::vector<std::string>& argv, double timeout_seconds = 0);
+// Runs argv (stdin: /dev/null; in a process group of its own) to completion, capturing stdout and stderr. When
+// `timeout_seconds` pass before it has exited (whether or not it still writes), its whole group gets SIGKILL and
+// exit_code is 124 (with what was captured so far). REQUIRES: timeout_seconds > 0. Errors: kNotFound (no such
+// program), kIOError (pipes, fork); no descriptor is left open on any path.
+Result<CommandOutput> RunCommandCapture(const std::vector<std::string>& argv, double timeout_seconds);
 
 // SelfExecutablePath and ProcessAlive: util/process.h.
 

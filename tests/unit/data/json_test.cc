@@ -39,7 +39,7 @@ TEST(ValueTest, EqualityIsJsonEquality) {
   EXPECT_NE(Value("1"), Value(1));
 }
 
-TEST(ValueTest, CopyOnWriteDoesNotAffectOtherHolders) {
+TEST(ValueTest, CopyOnWriteDoesNotAffectOtherHolders) {  // more in value_cow_test.cc
   Value a = Value::EmptyArray();
   a.Push(1);
   Value b = a;

@@ -2,6 +2,9 @@
 #include "process/engine_factory.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "util/subprocess.h"
 
 #include "data/json.h"
 
@@ -129,6 +132,35 @@ TEST(EngineFactoryTest, AGivenServerCommandIsUsedVerbatimWithSubstitutions) {
   EXPECT_EQ(Join(*BuildServerCommand(p, 5000, "/m", "")), "my-server --model=/m --port 5000");
   p.llm.server_command = {"exec my-server --port {port} --port2 {port}"};
   EXPECT_EQ(Join(*BuildServerCommand(p, 5000, "/m", "")), "/bin/sh -c exec my-server --port 5000 --port2 5000");
+}
+
+
+// Issue #13 item 8: in a one-string server_command, {model_path} (and {port}) reach the server verbatim, whatever
+// the path holds and whatever quotes the user put around the placeholder; nothing in the path runs.
+TEST(EngineFactoryTest, OneStringServerCommandQuotesSubstitutedValuesForTheShell) {
+  char tmpl[] = "/tmp/mmirage_quote_XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  std::string pwned = dir + "/pwned";
+  std::string model = dir + "/my models/it's \"$(touch " + pwned + ")\" `touch " + pwned + "` $HOME \\ end";
+  config::Processor p = Llm("vllm");
+  for (std::string cmd : {"printf '%s\\n' {model_path} {port}", "printf '%s\\n' \"{model_path}\" \"{port}\"",
+                          "printf '%s\\n' '{model_path}' '{port}'", "printf '%s\\n' --model={model_path} x{port}"}) {
+    p.llm.server_command = {cmd};
+    auto argv = BuildServerCommand(p, 5000, model, "");
+    ASSERT_TRUE(argv.ok());
+    ASSERT_EQ(argv->size(), 3u);
+    EXPECT_EQ((*argv)[0], "/bin/sh");
+    auto r = RunCommandCapture(*argv, 10);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->exit_code, 0) << cmd << " → " << (*argv)[2] << ": " << r->err;
+    bool prefixed = cmd.find("--model=") != std::string::npos;
+    EXPECT_EQ(r->out, (prefixed ? "--model=" : "") + model + "\n" + (prefixed ? "x" : "") + "5000\n")
+        << cmd << " → " << (*argv)[2];
+    EXPECT_NE(::access(pwned.c_str(), F_OK), 0) << "the model path ran a command: " << (*argv)[2];
+  }
+  ::unlink(pwned.c_str());
+  ::rmdir(tmpl);
 }
 
 }  // namespace
