@@ -77,7 +77,12 @@ Value DatasetIdentity(Env* env, const config::Config& config, size_t dataset_ind
   id.Set("format_version", kShardFormatVersion);
   id.Set("config", Hex(config.fingerprint));
   Value vars = Value::EmptyObject();
-  for (const auto& [name, value] : config.expanded_vars) vars.Set(name, value ? Value(Hex(Fnv(*value))) : Value());
+  for (const auto& [name, value] : config.expanded_vars) {
+    // SLURM_* say where a task runs (e.g. shard_id: ${SLURM_ARRAY_TASK_ID}), not what it computes: the layout is
+    // recorded below, and a shard started in an array job may be finished by a local run.
+    if (name.rfind("SLURM_", 0) == 0) continue;
+    vars.Set(name, value ? Value(Hex(Fnv(*value))) : Value());
+  }
   id.Set("vars", vars);
   id.Set("dataset", static_cast<int64_t>(dataset_index));
   id.Set("shard", shard_id);

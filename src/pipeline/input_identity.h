@@ -3,8 +3,9 @@
 // shard's journal.json and _mmirage.json (docs/state_format.md):
 //   {"format_version": 2,                        this layout of the identity and of the shard's files
 //    "config": "<16 hex>",                       hash of the YAML text
-//    "vars": {"VAR": "<16 hex>" | null, …},      every environment variable the config expanded, hash of its value
-//                                                (null: unset) — never the value itself
+//    "vars": {"VAR": "<16 hex>" | null, …},      every environment variable the config expanded but SLURM_* (where
+//                                                a task runs, not what it computes), hash of its value (null:
+//                                                unset) — never the value itself
 //    "dataset": d, "shard": s, "num_shards": n,  the shard layout
 //    "inputs": [{"split", "path", "size", "mtime" (µs), "head", "tail"}, …]}  each input file in reading order, with
 //                                                hashes of its first and last 64 KiB

@@ -12,6 +12,7 @@ namespace {
 
 constexpr const char* kJournal = "journal.json";
 constexpr const char* kRecord = "_mmirage.json";
+constexpr const char* kIdentity = "identity.json";  // what the fingerprint was computed from, written once
 constexpr uint64_t kFnvOffset = 1469598103934665603ull;
 constexpr uint64_t kFnvPrime = 1099511628211ull;
 
@@ -85,6 +86,7 @@ Status RemoveJournal(Env* env, const std::string& dir) {
       if (t != dir) MMIRAGE_TRY(env->SyncDir(t));
     }
   }
+  if (env->FileExists(JoinPath(dir, kIdentity))) MMIRAGE_TRY(env->RemoveFile(JoinPath(dir, kIdentity)));  // in _mmirage.json
   if (env->FileExists(JoinPath(dir, kJournal))) MMIRAGE_TRY(env->RemoveFile(JoinPath(dir, kJournal)));
   return env->SyncDir(dir);
 }
@@ -198,8 +200,11 @@ Status ShardWriter::Start() {
                                   : std::string("no fingerprint"))
                    << "); the partial output is discarded and the shard restarts from scratch");
     } else if (fp->as_string() != Hex(options_.fingerprint)) {
-      const Value* old_id = v->Find("identity");
-      std::string why = options_.identity.is_object() ? DescribeIdentityChange(old_id ? *old_id : Value(), options_.identity)
+      Value old_id;
+      if (auto t = env_->ReadFileToString(JoinPath(work_dir_, kIdentity)); t.ok()) {
+        if (auto parsed = ParseJson(*t); parsed.ok()) old_id = std::move(*parsed);
+      }
+      std::string why = options_.identity.is_object() ? DescribeIdentityChange(old_id, options_.identity)
                                                       : "the config or its input files changed";
       LOG_WARN(who << why << " since the partial output in " << work_dir_
                    << " was written; it is discarded and the shard restarts from scratch");
@@ -255,6 +260,9 @@ Status ShardWriter::StartFresh() {
   }
   MMIRAGE_ASSIGN_OR_RETURN(errors_, env_->NewWritableFile(JoinPath(work_dir_, "errors.jsonl")));
   MMIRAGE_TRY(errors_->Sync());
+  if (!options_.identity.is_null()) {
+    MMIRAGE_TRY(WriteFileAtomically(env_, JoinPath(work_dir_, kIdentity), ToJson(options_.identity) + "\n"));
+  }
   for (const auto& s : splits_)
     if (s.dir != work_dir_) MMIRAGE_TRY(env_->SyncDir(s.dir));
   MMIRAGE_TRY(env_->SyncDir(work_dir_));
@@ -344,7 +352,6 @@ Status ShardWriter::WriteJournal() {
   Value j = Value::EmptyObject();
   j.Set("format_version", kShardFormatVersion);
   j.Set("fingerprint", Hex(options_.fingerprint));
-  j.Set("identity", options_.identity);
   j.Set("splits", splits);
   j.Set("errors_bytes", static_cast<int64_t>(errors_bytes_));
   j.Set("errors_check", TailCheck(errors_tail_));

@@ -57,7 +57,7 @@ std::optional<CompletedShard> ReadCompletedShard(Env* env, const std::string& ou
 
 class ShardWriter {
  public:
-  // Journal format (journal.json, docs/state_format.md): {"format_version", "fingerprint", "identity", "splits":
+  // Journal format (journal.json, docs/state_format.md; the identity is in identity.json, written once): {"format_version", "fingerprint", "splits":
   // [{"name", "rows_done", "data_bytes", "data_check", "rows_written"}], "errors_bytes", "errors_check",
   // "usage_bytes", "usage_check", "rows_failed"}. A `*_check` is the hash (16 hex) of the last
   // min(kCheckBytes, offset) bytes before the committed offset. Open() resumes only when every offset is within

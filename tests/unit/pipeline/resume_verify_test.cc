@@ -180,7 +180,7 @@ TEST(ResumeVerifyTest, AJournalOfAnotherIdentitySaysWhatChanged) {
   Value before = Value::EmptyObject();
   before.Set("format_version", kShardFormatVersion);
   before.Set("config", "1");
-  EditJournal(d.Path("out"), [&](Value* j) { j->Set("identity", before); });
+  testing::WriteFile(d.Path("out/shard_0.tmp.partial/identity.json"), ToJson(before));
   ShardWriterOptions o = Opts(d.Path("out"));
   o.fingerprint = 8;
   Value now = before;
@@ -253,6 +253,28 @@ TEST(InputIdentityTest, AVariableExpandedDifferentlyIsNamed) {
   config::Config c3 = LoadWith(data, "/o", std::nullopt);
   EXPECT_EQ(DescribeIdentityChange(a, DatasetIdentity(Env::Default(), c3, 0, 0)),
             "${OUT_ROOT} expanded differently (now unset)");
+}
+
+TEST(InputIdentityTest, SlurmVariablesAreNotPartOfTheIdentity) {
+  testing::TempDir d;
+  std::string data = d.Path("a.jsonl");
+  testing::WriteFile(data, "{\"a\":1}\n");
+  std::string y = "processors: []\nloading_params:\n  datasets:\n    - type: JSONL\n      path: " + data +
+                  "\n      output_dir: " + d.Path("o") + "\n  num_shards: 4\n  shard_id: ${SLURM_ARRAY_TASK_ID}\n"
+                  "processing_params:\n  inputs: [{name: a, key: a}]\n  outputs: []\n  output_schema: {a: '{{ a }}'}\n";
+  auto load = [&](std::optional<std::string> task) {
+    config::LoadOptions o;
+    o.env = [task](const std::string& name) { return name == "SLURM_ARRAY_TASK_ID" ? task : std::nullopt; };
+    o.shard_id_override = 3;
+    auto c = config::LoadConfigFromString(y, "t.yaml", o);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(*c) : config::Config();
+  };
+  config::Config in_array = load(std::string("3")), local = load(std::nullopt);
+  ASSERT_TRUE(in_array.expanded_vars.count("SLURM_ARRAY_TASK_ID"));
+  // A shard started in an array job can be finished by `mmirage run --shard-id 3`.
+  EXPECT_EQ(IdentityFingerprint(DatasetIdentity(Env::Default(), in_array, 0, 3)),
+            IdentityFingerprint(DatasetIdentity(Env::Default(), local, 0, 3)));
 }
 
 TEST(InputIdentityTest, ConfigLayoutAndFormatVersionChangesAreNamed) {
