@@ -72,7 +72,8 @@ struct BatchApiProcessor {
   std::optional<std::string> base_url;
   Value metadata = Value::EmptyObject();   // openai: map string → string
   int64_t max_tokens = 8192;               // anthropic
-  std::optional<double> temperature;       // anthropic, [0, 1]
+  std::optional<double> temperature;       // anthropic, [0, 1]; openai (extension), [0, 2]
+  std::optional<int64_t> seed;             // openai (extension); with temperature 0 it makes answers cacheable
   std::optional<double> top_p;             // anthropic, (0, 1]
   bool temperature_is_int = false, top_p_is_int = false;  // written as YAML ints: sent as ints (as the original)
   std::optional<double> timeout_seconds;   // anthropic, > 0

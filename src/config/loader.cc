@@ -152,7 +152,12 @@ void ReadBatchApi(MapReader& r, BatchApiProcessor* p) {
         (p->batch_endpoint.empty() || p->batch_endpoint[0] != '/'))
       fail("batch_endpoint", "batch_endpoint must start with '/'");
     r.MapValue("metadata", &p->metadata);
-    for (const char* k : {"max_tokens", "temperature", "top_p", "timeout_seconds"}) {
+    // Extensions: sent in every request's body when set (a deterministic request uses the generation cache).
+    if (r.OptDouble("temperature", &p->temperature) && p->temperature &&
+        (*p->temperature < 0 || *p->temperature > 2))
+      fail("temperature", "temperature must be in the range [0, 2] for OpenAI");
+    r.OptInt("seed", &p->seed);
+    for (const char* k : {"max_tokens", "top_p", "timeout_seconds"}) {
       if (r.Has(k)) fail(k, std::string("unexpected keyword argument '") + k + "'");
       r.Get(k);
     }

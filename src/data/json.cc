@@ -12,6 +12,9 @@
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
+#include <vector>
+
+#include "data/utf8.h"
 
 namespace mmirage {
 namespace {
@@ -71,46 +74,6 @@ void FromDom(simdjson::dom::element e, Value* out) {
     }
   }
   *out = Value();
-}
-
-void AppendJsonPretty(const Value& v, int indent, int depth, bool sort_keys, std::string* out) {
-  auto newline = [&](int d) {
-    out->push_back('\n');
-    out->append(static_cast<size_t>(indent * d), ' ');
-  };
-  if (v.is_array() && v.size() > 0) {
-    out->push_back('[');
-    bool first = true;
-    for (const Value& e : v.as_array()) {
-      if (!first) out->push_back(',');
-      first = false;
-      newline(depth + 1);
-      AppendJsonPretty(e, indent, depth + 1, sort_keys, out);
-    }
-    newline(depth);
-    out->push_back(']');
-  } else if (v.is_object() && v.size() > 0) {
-    std::vector<const Value::Member*> members;
-    for (const auto& m : v.as_object()) members.push_back(&m);
-    if (sort_keys) {
-      std::stable_sort(members.begin(), members.end(),
-                       [](const Value::Member* a, const Value::Member* b) { return a->first < b->first; });
-    }
-    out->push_back('{');
-    bool first = true;
-    for (const auto* m : members) {
-      if (!first) out->push_back(',');
-      first = false;
-      newline(depth + 1);
-      AppendJsonString(m->first, out);
-      out->append(": ");
-      AppendJsonPretty(m->second, indent, depth + 1, sort_keys, out);
-    }
-    newline(depth);
-    out->push_back('}');
-  } else {
-    AppendJson(v, out);
-  }
 }
 
 }  // namespace
@@ -233,52 +196,195 @@ std::string FormatDouble(double d) {
   return s;
 }
 
-void AppendJson(const Value& v, std::string* out) {
-  switch (v.type()) {
-    case Value::Type::kNull: out->append("null"); break;
-    case Value::Type::kBool: out->append(v.as_bool() ? "true" : "false"); break;
-    case Value::Type::kInt: {
-      char buf[24];
-      auto r = std::to_chars(buf, buf + sizeof buf, v.as_int());
-      out->append(buf, r.ptr);
-      break;
-    }
-    case Value::Type::kDouble:
-      if (!std::isfinite(v.as_double())) out->append("null");
-      else AppendDouble(v.as_double(), out);
-      break;
-    case Value::Type::kString: AppendJsonString(v.as_string(), out); break;
-    case Value::Type::kBytes: {
-      out->push_back('"');
-      AppendBase64(v.as_bytes(), out);
-      out->push_back('"');
-      break;
-    }
-    case Value::Type::kArray: {
-      out->push_back('[');
-      bool first = true;
-      for (const Value& e : v.as_array()) {
-        if (!first) out->push_back(',');
-        first = false;
-        AppendJson(e, out);
+namespace {
+
+const char kHex[] = "0123456789abcdef";
+
+void AppendU16Escape(uint32_t unit, std::string* out) {
+  out->append("\\u");
+  for (int shift = 12; shift >= 0; shift -= 4) out->push_back(kHex[(unit >> shift) & 15]);
+}
+
+// The string escaper for ensure_ascii / html_safe (AppendJsonString is the fast one for plain UTF-8 output).
+void AppendJsonStringEscaped(std::string_view s, bool ascii, bool html, std::string* out) {
+  out->push_back('"');
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      if (!ascii) {  // html_safe alone: non-ASCII bytes pass through (they hold none of < > & ')
+        out->push_back(static_cast<char>(c));
+        ++i;
+        continue;
       }
-      out->push_back(']');
-      break;
-    }
-    case Value::Type::kObject: {
-      out->push_back('{');
-      bool first = true;
-      for (const auto& m : v.as_object()) {
-        if (!first) out->push_back(',');
-        first = false;
-        AppendJsonString(m.first, out);
-        out->push_back(':');
-        AppendJson(m.second, out);
+      char32_t cp = DecodeUtf8(s, &i);
+      if (cp > 0xFFFF) {
+        cp -= 0x10000;
+        AppendU16Escape(0xD800 + (cp >> 10), out);
+        AppendU16Escape(0xDC00 + (cp & 0x3FF), out);
+      } else {
+        AppendU16Escape(cp, out);
       }
-      out->push_back('}');
-      break;
+      continue;
+    }
+    ++i;
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
+      case '\b': out->append("\\b"); break;
+      case '\f': out->append("\\f"); break;
+      case '<': case '>': case '&': case '\'':
+        if (html) AppendU16Escape(c, out);
+        else out->push_back(static_cast<char>(c));
+        break;
+      default:
+        if (c < 0x20 || (c == 0x7F && ascii)) AppendU16Escape(c, out);
+        else out->push_back(static_cast<char>(c));
     }
   }
+  out->push_back('"');
+}
+
+// One recursive pass over the value; false (with *error set) when an option fails it.
+class JsonWriter {
+ public:
+  JsonWriter(const JsonWriteOptions& o, std::string* out)
+      : o_(o), out_(out), start_(out->size()), plain_strings_(!o.ensure_ascii && !o.html_safe) {}
+
+  bool Write(const Value& v, int depth) {
+    if (o_.max_depth > 0 && depth > o_.max_depth) {
+      return Fail("value nested too deeply to serialise (the limit is " + std::to_string(o_.max_depth) + " levels)");
+    }
+    if (o_.max_bytes > 0 && out_->size() - start_ > o_.max_bytes) {
+      return Fail("JSON text too large (the limit is " + std::to_string(o_.max_bytes) + " bytes)");
+    }
+    switch (v.type()) {
+      case Value::Type::kNull: out_->append("null"); return true;
+      case Value::Type::kBool: out_->append(v.as_bool() ? "true" : "false"); return true;
+      case Value::Type::kInt: {
+        char buf[24];
+        auto r = std::to_chars(buf, buf + sizeof buf, v.as_int());
+        out_->append(buf, r.ptr);
+        return true;
+      }
+      case Value::Type::kDouble:
+        if (!std::isfinite(v.as_double())) out_->append("null");  // never NaN/Infinity (see json.h)
+        else AppendDouble(v.as_double(), out_);
+        return true;
+      case Value::Type::kString: String(v.as_string()); return true;
+      case Value::Type::kBytes: return Bytes(v.as_bytes());
+      case Value::Type::kArray: return Array(v.as_array(), depth);
+      case Value::Type::kObject: return Object(v.as_object(), depth);
+    }
+    return true;
+  }
+
+  Status status() const { return error_.empty() ? Status::OK() : Status::InvalidArgument(error_); }
+
+ private:
+  bool Fail(std::string message) {
+    error_ = std::move(message);
+    return false;
+  }
+  void String(std::string_view s) {
+    if (plain_strings_) AppendJsonString(s, out_);
+    else AppendJsonStringEscaped(s, o_.ensure_ascii, o_.html_safe, out_);
+  }
+  bool Bytes(std::string_view data) {
+    switch (o_.bytes) {
+      case JsonWriteOptions::Bytes::kBase64: break;
+      case JsonWriteOptions::Bytes::kTagged:
+        out_->append("\"\\u0000b64:");  // the tag "\0b64:" (tagged_json.h); base64 needs no escaping
+        AppendBase64(data, out_);
+        out_->push_back('"');
+        return true;
+      case JsonWriteOptions::Bytes::kError: return Fail("Object of type bytes is not JSON serializable");
+    }
+    out_->push_back('"');
+    AppendBase64(data, out_);
+    out_->push_back('"');
+    return true;
+  }
+  // Between items: "," / ", " on one line, or "," and a new line; before the first item only the new line.
+  void Separator(bool first, int depth) {
+    if (!first) {
+      out_->push_back(',');
+      if (o_.indent < 0 && o_.python_separators) out_->push_back(' ');
+    }
+    if (o_.indent >= 0) Newline(depth);
+  }
+  void Newline(int depth) {
+    out_->push_back('\n');
+    out_->append(static_cast<size_t>(o_.indent) * static_cast<size_t>(depth), ' ');
+  }
+  bool Array(const Value::Array& a, int depth) {
+    if (a.empty()) {
+      out_->append("[]");
+      return true;
+    }
+    out_->push_back('[');
+    for (size_t i = 0; i < a.size(); ++i) {
+      Separator(i == 0, depth + 1);
+      if (!Write(a[i], depth + 1)) return false;
+    }
+    if (o_.indent >= 0) Newline(depth);
+    out_->push_back(']');
+    return true;
+  }
+  bool Object(const Value::Object& obj, int depth) {
+    if (obj.empty()) {
+      out_->append("{}");
+      return true;
+    }
+    const char* colon = o_.indent >= 0 || o_.python_separators ? ": " : ":";
+    out_->push_back('{');
+    auto member = [&](const Value::Member& m, bool first) {
+      Separator(first, depth + 1);
+      String(m.first);
+      out_->append(colon);
+      return Write(m.second, depth + 1);
+    };
+    if (o_.sort_keys && obj.size() > 1) {
+      std::vector<const Value::Member*> members;
+      members.reserve(obj.size());
+      for (const auto& m : obj) members.push_back(&m);
+      std::stable_sort(members.begin(), members.end(),
+                       [](const Value::Member* a, const Value::Member* b) { return a->first < b->first; });
+      for (size_t i = 0; i < members.size(); ++i)
+        if (!member(*members[i], i == 0)) return false;
+    } else {
+      bool first = true;
+      for (const auto& m : obj) {
+        if (!member(m, first)) return false;
+        first = false;
+      }
+    }
+    if (o_.indent >= 0) Newline(depth);
+    out_->push_back('}');
+    return true;
+  }
+
+  const JsonWriteOptions& o_;
+  std::string* out_;
+  size_t start_;
+  bool plain_strings_;
+  std::string error_;
+};
+
+}  // namespace
+
+Status AppendJson(const Value& v, const JsonWriteOptions& options, std::string* out) {
+  JsonWriter w(options, out);
+  if (w.Write(v, 0)) return Status::OK();
+  return w.status();
+}
+
+void AppendJson(const Value& v, std::string* out) {
+  static const JsonWriteOptions kCompact;
+  JsonWriter w(kCompact, out);
+  (void)w.Write(v, 0);  // cannot fail: no limits, bytes as base64
 }
 
 void AppendBase64(std::string_view data, std::string* out) {
@@ -308,8 +414,11 @@ std::string ToJson(const Value& v) {
 }
 
 std::string ToJsonPretty(const Value& v, int indent, bool sort_keys) {
+  JsonWriteOptions o;
+  o.indent = std::max(0, indent);
+  o.sort_keys = sort_keys;
   std::string s;
-  AppendJsonPretty(v, indent, 0, sort_keys, &s);
+  (void)AppendJson(v, o, &s);  // cannot fail: no limits, bytes as base64
   return s;
 }
 

@@ -21,40 +21,9 @@ int Sextet(char c) {
 }  // namespace
 
 void AppendJsonTagged(const Value& v, std::string* out) {
-  switch (v.type()) {
-    case Value::Type::kBytes: {
-      std::string s(kTag);
-      AppendBase64(v.as_bytes(), &s);
-      AppendJsonString(s, out);
-      return;
-    }
-    case Value::Type::kArray: {
-      out->push_back('[');
-      bool first = true;
-      for (const Value& e : v.as_array()) {
-        if (!first) out->push_back(',');
-        first = false;
-        AppendJsonTagged(e, out);
-      }
-      out->push_back(']');
-      return;
-    }
-    case Value::Type::kObject: {
-      out->push_back('{');
-      bool first = true;
-      for (const auto& m : v.as_object()) {
-        if (!first) out->push_back(',');
-        first = false;
-        AppendJsonString(m.first, out);
-        out->push_back(':');
-        AppendJsonTagged(m.second, out);
-      }
-      out->push_back('}');
-      return;
-    }
-    default:
-      AppendJson(v, out);
-  }
+  JsonWriteOptions o;
+  o.bytes = JsonWriteOptions::Bytes::kTagged;  // writes kTag + base64, escaped as "\u0000b64:..."
+  (void)AppendJson(v, o, out);                 // cannot fail: no limits
 }
 
 bool DecodeBase64(std::string_view in, std::string* out) {

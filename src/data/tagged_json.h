@@ -12,7 +12,7 @@
 
 namespace mmirage {
 
-// As AppendJson, with bytes values tagged.
+// As AppendJson, with bytes values tagged (the JsonWriteOptions::Bytes::kTagged preset of the one writer).
 void AppendJsonTagged(const Value& v, std::string* out);
 
 // Replaces tagged strings anywhere in *v by bytes values. Returns false (leaving *v partly restored) when a tagged

@@ -46,6 +46,64 @@ size_t MaximalInvalidSubpart(std::string_view s, size_t i) {
 
 }  // namespace
 
+char32_t DecodeUtf8(std::string_view s, size_t* pos) {
+  size_t i = *pos;
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) {
+    *pos = i + 1;
+    return c;
+  }
+  size_t n = SequenceLength(s, i);
+  if (n == 0) {
+    *pos = i + MaximalInvalidSubpart(s, i);
+    return kReplacementCharacter;
+  }
+  auto b = [&](size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(s[i + k]) & 0x3F); };
+  char32_t cp = n == 2 ? (static_cast<char32_t>(c & 0x1F) << 6) | b(1)
+              : n == 3 ? (static_cast<char32_t>(c & 0x0F) << 12) | (b(1) << 6) | b(2)
+                       : (static_cast<char32_t>(c & 0x07) << 18) | (b(1) << 12) | (b(2) << 6) | b(3);
+  *pos = i + n;
+  return cp;
+}
+
+void AppendUtf8(char32_t cp, std::string* out) {
+  if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) cp = kReplacementCharacter;
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+size_t CountCodePoints(std::string_view s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.size();) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+    } else {
+      (void)DecodeUtf8(s, &i);
+    }
+    ++n;
+  }
+  return n;
+}
+
+size_t Utf8CharStart(std::string_view s, size_t pos) {
+  size_t start = pos;
+  while (start > 0 && pos - start < 3 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+  return start;
+}
+
 bool IsValidUtf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     size_t n = SequenceLength(s, i);

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "data/json.h"
+#include "data/utf8.h"
 
 namespace mmirage::engine {
 namespace {
@@ -239,8 +240,7 @@ std::string DescribeHttpError(int status_code, std::string_view body) {
   if (detail.empty()) detail = std::string(Trim(body));
   constexpr size_t kMax = 280;
   if (detail.size() > kMax) {
-    size_t cut = kMax;
-    while (cut > 0 && (static_cast<unsigned char>(detail[cut]) & 0xC0) == 0x80) --cut;  // whole characters
+    size_t cut = Utf8CharStart(detail, kMax);  // whole characters
     detail = detail.substr(0, cut) + "…";
   }
   for (char& ch : detail)

@@ -11,6 +11,7 @@
 
 #include "engine/managed_server.h"
 #include "process/image_gen_processor.h"
+#include "pipeline/failure_report.h"
 #include "state/shard_state.h"
 #include "util/log.h"
 #include "util/signals.h"
@@ -146,6 +147,8 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
     if (!reaped && !running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (stopping) return 128 + StopSignal();
+  // The workers' own reports scrolled by among the others: the failed rows of every shard once more, at the end.
+  (void)pipeline::LogFailureSummary(env, config);
   std::vector<int64_t> bad;
   for (int64_t id : ids) {
     std::string st = attempts_of(id).status;

@@ -208,7 +208,8 @@ std::string MergeReport::Summary() const {
          std::to_string(rows) + " output=" + output_dir + " skipped=" +
          std::to_string(skipped_invalid + skipped_zero_rows) + " (invalid=" + std::to_string(skipped_invalid) +
          ", zero_rows=" + std::to_string(skipped_zero_rows) + ")" +
-         (error_rows > 0 ? " failed_rows=" + std::to_string(error_rows) + " (see errors.jsonl)" : "");
+         (error_rows > 0 ? " failed_rows=" + std::to_string(error_rows) + " (see " + JoinPath(output_dir, "errors.jsonl") + ")"
+                        : "");
 }
 
 Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, const std::string& output_dir,

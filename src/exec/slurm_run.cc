@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "exec/shard_classify.h"
+#include "pipeline/failure_report.h"
 #include "util/log.h"
 #include "util/process.h"
 #include "util/subprocess.h"
@@ -276,6 +277,8 @@ Result<SlurmRunReport> RunSlurmLoop(const SlurmOptions& options) {
       return report;
     }
     if (report.all_succeeded) {
+      // The tasks' own reports are in their log files: the failed rows of every shard here too.
+      (void)pipeline::LogFailureSummary(c.o.env, *c.o.config);
       LOG_INFO("All shards completed successfully");
       return report;
     }
@@ -283,11 +286,13 @@ Result<SlurmRunReport> RunSlurmLoop(const SlurmOptions& options) {
       const ShardOutcome& s = report.shards[id];
       LOG_WARN("Shard " << id << " failed (attempt " << s.attempts << " of " << max_retries + 1 << "): " << s.reason);
     }
-    if (!c.o.auto_retry) return report;
     ids.clear();
     for (int64_t id : report.failed)
       if (!report.shards[id].exhausted) ids.push_back(id);
-    if (ids.empty()) return report;
+    if (!c.o.auto_retry || ids.empty()) {
+      (void)pipeline::LogFailureSummary(c.o.env, *c.o.config);
+      return report;
+    }
     LOG_INFO("Retrying failed shards: " << JoinIds(ids));
   }
 }

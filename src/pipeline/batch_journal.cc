@@ -84,7 +84,7 @@ Status BatchJournal::Apply(const Value& e) {
     }
     if (Find(c.name) != nullptr) return Status::Corruption("chunk " + c.name + " journaled twice");
     chunks_.push_back(std::move(c));
-  } else if (ev == "submitted" || ev == "receipt" || ev == "ended") {
+  } else if (ev == "submitted" || ev == "receipt" || ev == "ended" || ev == "stored") {
     JournalChunk* c = Find(Str(e, "name"));
     if (c == nullptr) return Status::Corruption(ev + " event for an unknown chunk");
     if (ev == "submitted") {
@@ -93,11 +93,16 @@ Status BatchJournal::Apply(const Value& e) {
       c->submitted_at = Str(e, "at");
     } else if (ev == "receipt") {
       c->receipt = true;
+    } else if (ev == "stored") {
+      c->stored = true;
     } else {
       c->ended = Str(e, "status");
     }
   } else if (ev == "sealed") {
     sealed_.insert(Int(e, "stage"));
+  } else if (ev == "cached") {
+    if (Str(e, "file").empty()) return Status::Corruption("cached event without a file");
+    cached_[Int(e, "stage")] = Str(e, "file");
   } else {
     return Status::Corruption("unknown event '" + ev + "'");
   }

@@ -6,11 +6,16 @@
 //   {"event":"receipt","name":…}                            its receipt line is written
 //   {"event":"ended","name":…,"status":…}                   it ended without results for every request
 //   {"event":"sealed","stage":k}                            every request of stage k is submitted
+//   {"event":"cached","stage":k,"file":…,"hits":n}          stage k's generation-cache hits are in `file`: those
+//                                                           requests are never submitted (decided once, before
+//                                                           any chunk of the stage)
+//   {"event":"stored","name":…}                             the chunk's answers are in the generation cache
 // A crash can leave a torn last line; Open drops it (the event it held had not been acted upon).
 // Not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -47,6 +52,7 @@ struct JournalChunk {
   std::string submitted_at;             // UTC ISO-8601, +00:00
   bool receipt = false;
   std::optional<std::string> ended;     // provider status when it ended without every result
+  bool stored = false;                  // its answers were written to the generation cache
 
   Value ToEvent() const;  // the "chunk" event
 };
@@ -62,6 +68,8 @@ class BatchJournal {
   std::vector<JournalChunk>& chunks() { return chunks_; }
   JournalChunk* Find(const std::string& name);
   bool sealed(int64_t stage) const { return sealed_.count(stage) > 0; }
+  // Stage → the file (relative to dir()) holding its generation-cache hits.
+  const std::map<int64_t, std::string>& cached_stages() const { return cached_; }
 
   // Appends one event durably and applies it.
   Status Append(const Value& event);
@@ -75,6 +83,7 @@ class BatchJournal {
   std::string journal_id_;
   std::vector<JournalChunk> chunks_;
   std::set<int64_t> sealed_;
+  std::map<int64_t, std::string> cached_;
   std::unique_ptr<WritableFile> file_;
 };
 

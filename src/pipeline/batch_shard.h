@@ -11,6 +11,11 @@
 //            dataset; provider failures and unparsable answers are row errors (errors.jsonl).
 //   export   (--export-prompts) the requests are written in the original's export format; nothing is sent and
 //            no state is changed.
+//   cache    with a deterministic processor (temperature 0, or an OpenAI seed) and `cache` not off, the requests
+//            the generation cache answers are decided before each stage's first chunk and never submitted; the
+//            answers collected are stored in it (pipeline/batch_cache.h). When every request hits, `run`
+//            publishes the shard at once.
+// Steps: pipeline/batch_submit.h, batch_collect.h, batch_publish.h, batch_cache.h; shared state batch_context.h.
 // A crash anywhere loses nothing: a re-run re-renders the rows deterministically, skips the chunks the journal
 // holds, resolves a chunk journaled but not known to be submitted (OpenAI: looked up by its metadata key) and
 // never submits a chunk twice. Not thread-safe; one call per process and shard.
@@ -51,6 +56,7 @@ struct BatchShardReport {
   int64_t rows_written = 0, rows_failed = 0;
   int64_t batches_total = 0, batches_done = 0, batches_failed = 0;
   int64_t requests_total = 0, requests_done = 0;
+  int64_t requests_cached = 0;  // answered by the generation cache (never submitted), at publication
   std::string export_path;
 };
 

@@ -29,6 +29,7 @@
 #include "pipeline/row_transform.h"
 #include "pipeline/shard_writer.h"
 #include "state/heartbeat.h"
+#include "state/progress_writer.h"
 #include "state/shard_state.h"
 #include "stats/shard_stats.h"
 #include "stats/utilization.h"
@@ -61,13 +62,8 @@ Result<DatasetPlan> PlanDataset(Env* env, const config::DatasetConfig& dc, int64
   return plan;
 }
 
-// Live counters of the running shard, read by the progress thread.
-struct Progress {
-  std::atomic<int64_t> rows_done{0};
-  std::atomic<int64_t> rows_failed{0};
-  std::atomic<int64_t> rows_total{-1};  // -1: unknown (a single-shard run does not count rows first)
-  std::atomic<int64_t> rows_resumed{0};  // of rows_done: kept from an earlier attempt
-};
+// Live counters of the running shard, read by the progress writer (state/progress_writer.h).
+using Progress = ShardProgressCounters;
 
 // RowInfo::sample_index = row_index + this: the row's position among the shard's rows of the dataset (parts in
 // order), stable across resumes and retries.
@@ -112,6 +108,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
       if (uncommitted >= commit_every_rows ||
           static_cast<double>(now - last_commit_us) >= ex.commit_interval_seconds * 1e6) {
         MMIRAGE_TRY(writer->Commit());
+        progress->Committed();  // progress.json now shows the committed rows
         uncommitted = 0;
         last_commit_us = now;
       }
@@ -231,101 +228,6 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
   return Status::OK();
 }
 
-// Writes `<state_dir>/shard_<id>/progress.json` every second while the shard runs (for `check` and SLURM logs),
-// and a plain progress line to the log every `log_every` seconds.
-class ProgressReporter {
- public:
-  enum class Display { kQuiet, kLog, kTerminal };  // kLog: a line every 10 s; kTerminal: a live line
-  ProgressReporter(Env* env, std::string state_dir, const Progress* progress, const StreamTotals* totals,
-                   int64_t shard_id, Display display, std::function<void()> on_tick = nullptr)
-      : env_(env), state_dir_(std::move(state_dir)), totals_(totals), display_(display), on_tick_(std::move(on_tick)),
-        path_(JoinPath(JoinPath(state_dir_, "shard_" + std::to_string(shard_id)), "progress.json")),
-        progress_(progress), shard_id_(shard_id), start_us_(env->MonotonicMicros()) {
-    (void)WriteFileAtomically(env_, path_, ToJson(Snapshot()) + "\n");  // not the previous attempt's progress
-    (void)TouchHeartbeat(env_, state_dir_, shard_id_);
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~ProgressReporter() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-    if (display_ == Display::kTerminal) std::fputs("\n", stderr);
-  }
-
- private:
-  void Loop() {
-    int tick = 0;
-    std::unique_lock<std::mutex> l(mu_);
-    while (!cv_.wait_for(l, std::chrono::seconds(1), [&] { return stop_; })) {
-      Value v = Snapshot();
-      (void)WriteFileAtomically(env_, path_, ToJson(v) + "\n");
-      (void)TouchHeartbeat(env_, state_dir_, shard_id_);  // a silent `running` shard is stale, not running
-      if (on_tick_) on_tick_();  // the time series (timeline.jsonl)
-      ++tick;
-      if (display_ == Display::kTerminal) {
-        std::fprintf(stderr, "\r\033[K%s", Line(v).c_str());
-        std::fflush(stderr);
-      } else if (display_ == Display::kLog && tick % 10 == 0) {
-        LOG_INFO(Line(v));
-      }
-    }
-  }
-  // "shard 2: 1200/5000 rows (24%), 35.2 rows/s, 812 tok/s, 3 failed, ETA 1m48s"
-  std::string Line(const Value& v) const {
-    int64_t done = v.Find("rows_done")->as_int(), total = progress_->rows_total;
-    double rps = v.Find("rows_per_sec")->as_double();
-    double secs = static_cast<double>(env_->MonotonicMicros() - start_us_) / 1e6;
-    std::string line = "shard " + std::to_string(shard_id_) + ": " + std::to_string(done);
-    if (total >= 0) {
-      line += "/" + std::to_string(total) + " rows (" +
-              std::to_string(total > 0 ? done * 100 / total : 100) + "%)";
-    } else {
-      line += " rows";
-    }
-    line += ", " + FormatDouble(rps) + " rows/s";
-    int64_t generated = totals_->completion_tokens - totals_->cached_completion_tokens;  // cache hits cost nothing
-    if (generated > 0 && secs > 0)
-      line += ", " + FormatDouble(RoundTo(static_cast<double>(generated) / secs, 1)) + " tok/s";
-    if (totals_->cached_generations > 0) line += ", " + std::to_string(totals_->cached_generations.load()) + " cached";
-    line += ", " + std::to_string(v.Find("rows_failed")->as_int()) + " failed";
-    if (total > done && rps > 0) {
-      int64_t eta = static_cast<int64_t>(static_cast<double>(total - done) / rps);
-      line += ", ETA " + (eta >= 3600 ? std::to_string(eta / 3600) + "h" : "") +
-              (eta >= 60 ? std::to_string(eta / 60 % 60) + "m" : "") + std::to_string(eta % 60) + "s";
-    }
-    return line;
-  }
-
-  Value Snapshot() const {
-    double secs = static_cast<double>(env_->MonotonicMicros() - start_us_) / 1e6;
-    Value v = Value::EmptyObject();
-    int64_t done = progress_->rows_done;
-    v.Set("rows_done", done);
-    v.Set("rows_total", progress_->rows_total >= 0 ? Value(progress_->rows_total.load()) : Value());
-    v.Set("rows_failed", progress_->rows_failed.load());
-    v.Set("rows_per_sec", secs > 0 ? RoundTo(static_cast<double>(done) / secs, 2) : 0.0);
-    v.Set("updated_at", LocalIsoTime(env_->NowMicros()));
-    v.Set("pid", static_cast<int64_t>(env_->Pid()));
-    return v;
-  }
-
-  Env* env_;
-  std::string state_dir_;
-  const StreamTotals* totals_;
-  Display display_;
-  std::function<void()> on_tick_;
-  std::string path_;
-  const Progress* progress_;
-  int64_t shard_id_;
-  uint64_t start_us_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
-};
 
 Value DatasetsInfo(const config::Config& config) {
   Value arr = Value::EmptyArray();
@@ -399,7 +301,7 @@ class ShardAttempt {
   Progress progress_;
   std::unique_ptr<TimelineRecorder> timeline_;
   std::unique_ptr<UtilizationPoller> poller_;
-  std::unique_ptr<ProgressReporter> reporter_;
+  std::unique_ptr<ShardProgressWriter> reporter_;
   std::unique_ptr<cache::GenerationCache> gen_cache_;  // outlives the generator's last generation
   std::unique_ptr<process::OutputGenerator> generator_;
 };
@@ -413,11 +315,25 @@ void ShardAttempt::StartReporting() {
       },
       opt_.slurm_job_id, opt_.slurm_array_task_id});
   TimelineRecorder* timeline = timeline_.get();
-  reporter_ = std::make_unique<ProgressReporter>(env_, config_.loading.state_dir, &progress_, &totals_, opt_.shard_id,
-                                                 opt_.quiet                  ? ProgressReporter::Display::kQuiet
-                                                 : opt_.progress_on_terminal ? ProgressReporter::Display::kTerminal
-                                                                             : ProgressReporter::Display::kLog,
-                                                 [timeline] { timeline->Tick(); });
+  ShardProgressOptions po;
+  po.env = env_;
+  po.state_dir = config_.loading.state_dir;
+  po.shard_id = opt_.shard_id;
+  po.counters = &progress_;
+  po.display = opt_.quiet                  ? ShardProgressOptions::Display::kQuiet
+               : opt_.progress_on_terminal ? ShardProgressOptions::Display::kTerminal
+                                           : ShardProgressOptions::Display::kLog;
+  po.stale_timeout_seconds = config_.execution.heartbeat_timeout_seconds;
+  po.line_extra = [this](double secs) {
+    std::string extra;
+    int64_t generated = totals_.completion_tokens - totals_.cached_completion_tokens;  // cache hits cost nothing
+    if (generated > 0 && secs > 0)
+      extra += ", " + FormatDouble(RoundTo(static_cast<double>(generated) / secs, 1)) + " tok/s";
+    if (totals_.cached_generations > 0) extra += ", " + std::to_string(totals_.cached_generations.load()) + " cached";
+    return extra;
+  };
+  po.on_tick = [timeline] { timeline->Tick(); };
+  reporter_ = std::make_unique<ShardProgressWriter>(std::move(po));
 }
 
 Status ShardAttempt::StartGenerator() {
@@ -555,7 +471,7 @@ Status ShardAttempt::ReportFailures() {
   for (const auto& f : error_files_) where += (where.empty() ? "" : ", ") + f;
   if (report_.rows_failed > 0) {
     // The first failed rows with FILE:LINE, stage and message: enough to act on without opening errors.jsonl.
-    for (const auto& line : FirstFailures(env_, error_files_)) LOG_WARN("failed row: " << line);
+    LogFailedRows(FirstFailures(env_, error_files_));
   }
   const int64_t max_failed = config_.execution.max_failed_rows;
   if (report_.rows_failed > max_failed) {

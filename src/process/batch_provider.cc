@@ -218,6 +218,13 @@ BatchProvider::~BatchProvider() = default;
 
 const std::string& BatchProvider::provider() const { return rep_->config.provider; }
 
+std::string BatchBaseUrl(const config::BatchApiProcessor& config) {
+  std::string base = config.base_url.value_or("");
+  if (base.empty()) base = config.provider == "openai" ? "https://api.openai.com/v1" : "https://api.anthropic.com";
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base;
+}
+
 Result<std::unique_ptr<BatchProvider>> BatchProvider::Create(const config::BatchApiProcessor& config,
                                                              const config::EnvLookup& env, Env* fs,
                                                              double retry_base_seconds) {
@@ -227,10 +234,7 @@ Result<std::unique_ptr<BatchProvider>> BatchProvider::Create(const config::Batch
   std::string key = *env(ApiKeyVariable(config.provider));
   size_t b = key.find_first_not_of(" \t\r\n"), e = key.find_last_not_of(" \t\r\n");
   rep->key = key.substr(b, e - b + 1);
-  std::string base = config.base_url.value_or("");
-  if (base.empty()) base = config.provider == "openai" ? "https://api.openai.com/v1" : "https://api.anthropic.com";
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  rep->base = base;
+  rep->base = BatchBaseUrl(config);
   rep->fs = fs;
   rep->retry_base_seconds = retry_base_seconds;
   return std::unique_ptr<BatchProvider>(new BatchProvider(std::move(rep)));

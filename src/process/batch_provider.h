@@ -46,6 +46,10 @@ struct BatchAnswer {
 // when the line is not a JSON object with a custom_id.
 Result<BatchAnswer> ParseBatchAnswer(const std::string& provider, std::string_view line);
 
+// The API base URL requests go to: base_url without trailing '/', else the provider's
+// (https://api.openai.com/v1, https://api.anthropic.com).
+std::string BatchBaseUrl(const config::BatchApiProcessor& config);
+
 // The environment variable holding the provider's key: OPENAI_API_KEY, ANTHROPIC_API_KEY.
 std::string ApiKeyVariable(const std::string& provider);
 // Errors: kInvalidArgument "Missing environment variable(s) for provider '<p>': ['<VAR>']" (as the original).

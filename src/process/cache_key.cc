@@ -2,6 +2,8 @@
 
 #include "cache/hash.h"
 #include "data/json.h"
+#include "process/batch_provider.h"
+#include "process/batch_request.h"
 #include "process/llm_options.h"
 #include "util/log.h"
 
@@ -109,9 +111,33 @@ std::string RequestKey(const std::string& model_identity, const engine::Request&
   return h.Finish();
 }
 
+bool IsBatchDeterministic(const config::BatchApiProcessor& p) {
+  return (p.temperature && *p.temperature <= 0) || (p.provider == "openai" && p.seed.has_value());
+}
+
+std::string BatchRequestKey(const config::BatchApiProcessor& p, const Value& request) {
+  const Value* payload = request.Find(p.provider == "openai" ? "body" : "params");
+  if (payload == nullptr || !payload->is_object()) return "";
+  cache::Hasher h;
+  h.AddString("mmirage-batch-request-1").AddString("batch_api").AddString(p.provider).AddString(BatchBaseUrl(p));
+  h.AddString(p.provider == "openai" ? p.batch_endpoint : "/v1/messages");
+  h.AddString(PyJson(*payload, /*compact=*/true, /*sort_keys=*/true));
+  return h.Finish();
+}
+
 OutputCachePlan PlanOutputCache(const config::Config& config, const config::OutputVar& o) {
   if (config.execution.cache == "off") return {false, "cache: off"};
   const config::Processor* p = config.FindProcessor(o.type);
+  if (o.type == "batch_api" && p != nullptr) {
+    const config::BatchApiProcessor& b = p->batch_api;
+    std::string mode = config.execution.cache == "read" ? " (cache: read)" : "";
+    if (b.temperature && *b.temperature <= 0) return {true, "temperature 0, batch " + b.provider + mode};
+    if (b.provider == "openai" && b.seed) return {true, "seed " + std::to_string(*b.seed) + ", batch openai" + mode};
+    return {false, b.temperature ? "temperature " + FormatDouble(*b.temperature) + " without a seed: not deterministic"
+                                 : std::string("batch ") + b.provider +
+                                       " at the provider's default temperature: not deterministic (set temperature: 0" +
+                                       (b.provider == "openai" ? " or a seed)" : ")")};
+  }
   if (o.type != "llm" || p == nullptr) return {false, "not an llm output"};
   auto sm = MapSamplingParams(*p);
   if (!sm.ok()) return {false, sm.status().message()};

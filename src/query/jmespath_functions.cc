@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/json.h"
+#include "data/utf8.h"
 
 namespace mmirage::query::internal {
 namespace {
@@ -22,8 +23,6 @@ Status TypeError(std::string_view function, std::string_view detail) {
   msg.append(detail);
   return Status::InvalidArgument(std::move(msg));
 }
-
-bool IsUtf8Continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
 // A number as an int when it is integral and fits, else as a double (Python's int/float results).
 Value IntegralNumber(double d) {
@@ -153,9 +152,7 @@ Result<Value> Values(Args a) {
 Result<Value> Length(Args a) {
   const Value& v = *a[0].value;
   if (!v.is_string()) return Value(static_cast<int64_t>(v.size()));
-  int64_t n = 0;
-  for (char c : v.as_string()) n += IsUtf8Continuation(c) ? 0 : 1;
-  return Value(n);
+  return Value(static_cast<int64_t>(CountCodePoints(v.as_string())));
 }
 
 Result<Value> Map(Args a) {
@@ -222,8 +219,7 @@ Result<Value> Reverse(Args a) {
   out.reserve(s.size());
   size_t end = s.size();
   while (end > 0) {
-    size_t begin = end - 1;
-    while (begin > 0 && IsUtf8Continuation(s[begin])) --begin;
+    size_t begin = Utf8CharStart(s, end - 1);
     out.append(s, begin, end - begin);
     end = begin;
   }
@@ -301,48 +297,15 @@ Result<Value> ToNumber(Args a) {
   return Value();
 }
 
-// Rewrites compact JSON text with every non-ASCII code point (and DEL) as a \uXXXX escape, surrogate pairs
-// above U+FFFF: the output of Python's json.dumps, which jmespath.py's to_string uses. Outside strings JSON
-// text is ASCII, so escaping the whole text is the same as escaping inside strings. Invalid UTF-8 is copied.
-std::string AsciiOnlyJson(const std::string& json) {
-  static const char kHex[] = "0123456789abcdef";
-  auto escape = [&](uint32_t unit, std::string* out) {
-    out->append("\\u");
-    for (int shift = 12; shift >= 0; shift -= 4) out->push_back(kHex[(unit >> shift) & 15]);
-  };
-  std::string out;
-  out.reserve(json.size());
-  for (size_t i = 0; i < json.size();) {
-    const unsigned char c = static_cast<unsigned char>(json[i]);
-    if (c < 0x7f) {
-      out.push_back(static_cast<char>(c));
-      ++i;
-      continue;
-    }
-    const size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : (c == 0x7f ? 1 : 0);
-    if (len == 0 || i + len > json.size()) {
-      out.push_back(static_cast<char>(c));
-      ++i;
-      continue;
-    }
-    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(json[i + k]) & 0x3F);
-    if (cp > 0xFFFF) {
-      cp -= 0x10000;
-      escape(0xD800 + (cp >> 10), &out);
-      escape(0xDC00 + (cp & 0x3FF), &out);
-    } else {
-      escape(cp, &out);
-    }
-    i += len;
-  }
-  return out;
-}
-
 Result<Value> ToString(Args a) {
   const Value& v = *a[0].value;
   if (v.is_string()) return v;
-  return Value(AsciiOnlyJson(ToJson(v)));
+  // jmespath.py's to_string is json.dumps(separators=(',', ':')): compact, and ensure_ascii by default.
+  JsonWriteOptions o;
+  o.ensure_ascii = true;
+  std::string out;
+  (void)AppendJson(v, o, &out);  // cannot fail: no limits
+  return Value(std::move(out));
 }
 
 Result<Value> Type(Args a) { return Value(a[0].value->TypeName()); }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "data/json.h"
+#include "data/utf8.h"
 #include "query/jmespath_ast.h"
 
 namespace mmirage::query::internal {
@@ -139,8 +140,8 @@ Status Lexer::Next() {
   }
   std::string detail = "unexpected character '";
   // Whole UTF-8 sequence, so the message stays valid UTF-8.
-  size_t end = pos_ + 1;
-  while (end < text_.size() && (static_cast<unsigned char>(text_[end]) & 0xC0) == 0x80) ++end;
+  size_t end = pos_;
+  (void)DecodeUtf8(text_, &end);
   detail.append(text_.substr(pos_, end - pos_));
   detail += "'";
   return SyntaxError(text_, pos_, detail);

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "data/utf8.h"
 #include "query/jmespath_ast.h"
 #include "query/jmespath_functions.h"
 #include "query/jmespath_lexer.h"
@@ -383,11 +384,7 @@ Result<NodePtr> Parser::FunctionCall(NodePtr name, const Token& lparen) {
 }  // namespace
 
 int ColumnOf(std::string_view text, size_t offset) {
-  int column = 1;
-  for (size_t i = 0; i < offset && i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) ++column;
-  }
-  return column;
+  return 1 + static_cast<int>(CountCodePoints(text.substr(0, std::min(offset, text.size()))));
 }
 
 Status SyntaxError(std::string_view text, size_t offset, std::string_view detail) {

@@ -46,7 +46,7 @@ std::string ShardStateDir(const std::string& state_dir, int64_t shard_id) {
 
 Status TouchHeartbeat(Env* env, const std::string& state_dir, int64_t shard_id) {
   return WriteFileAtomically(env, JoinPath(ShardStateDir(state_dir, shard_id), "heartbeat"),
-                             EpochText(NowSeconds(env)) + "\n");
+                             EpochText(NowSeconds(env)) + "\n", /*durable=*/false);
 }
 
 std::optional<double> HeartbeatAgeSeconds(Env* env, const std::string& state_dir, int64_t shard_id) {
@@ -62,10 +62,12 @@ Status WriteShardProgress(Env* env, const std::string& state_dir, int64_t shard_
   v.Set("rows_done", p.rows_done);
   v.Set("rows_total", p.rows_total ? Value(*p.rows_total) : Value());
   v.Set("rows_failed", p.rows_failed);
-  v.Set("rows_per_sec", p.rows_per_sec ? Value(std::round(*p.rows_per_sec * 1000.0) / 1000.0) : Value());
+  v.Set("rows_per_sec", p.rows_per_sec ? Value(std::round(*p.rows_per_sec * 100.0) / 100.0) : Value());
   v.Set("started_at", OptNumber(p.started_at));
-  v.Set("updated_at", Value(p.updated_at.value_or(NowSeconds(env))));
-  return WriteFileAtomically(env, JoinPath(ShardStateDir(state_dir, shard_id), "progress.json"), ToJson(v) + "\n");
+  v.Set("updated_at", Value(std::round(p.updated_at.value_or(NowSeconds(env)) * 1000.0) / 1000.0));
+  if (p.pid) v.Set("pid", *p.pid);
+  return WriteFileAtomically(env, JoinPath(ShardStateDir(state_dir, shard_id), "progress.json"), ToJson(v) + "\n",
+                             /*durable=*/false);
 }
 
 std::optional<ShardProgress> ReadShardProgress(Env* env, const std::string& state_dir, int64_t shard_id) {
@@ -80,6 +82,7 @@ std::optional<ShardProgress> ReadShardProgress(Env* env, const std::string& stat
   if (const Value* x = v->Find("rows_per_sec"); x && x->is_number()) p.rows_per_sec = x->as_number();
   p.started_at = GetTime(*v, "started_at");
   p.updated_at = GetTime(*v, "updated_at");
+  if (const Value* x = v->Find("pid"); x && x->is_int()) p.pid = x->as_int();
   return p;
 }
 

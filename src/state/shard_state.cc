@@ -186,7 +186,9 @@ Status ShardState::WriteRecord(const ShardRecord& r, const char* marker) {
   MMIRAGE_TRY(WriteFileAtomically(env_, JoinPath(dir_, "status.json"), r.ToJson()));
   for (const char* m : {".RUNNING", ".SUBMITTED", ".SUCCESS", ".FAILED"}) {
     std::string p = JoinPath(dir_, m);
-    if (env_->FileExists(p)) MMIRAGE_TRY(env_->RemoveFile(p));
+    if (!env_->FileExists(p)) continue;
+    Status s = env_->RemoveFile(p);
+    if (!s.ok() && env_->FileExists(p)) return s;  // gone meanwhile (another writer of the shard) is fine
   }
   return WriteFileAtomically(env_, JoinPath(dir_, marker), LocalIsoTime(env_->NowMicros()) + "\n");
 }

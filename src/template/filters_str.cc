@@ -123,8 +123,7 @@ Result<Val> FTrim(Val s, CallArgs& a) {
       b = p;
     }
     while (e > b) {
-      size_t st = e - 1;
-      while (st > b && (static_cast<unsigned char>(t[st]) & 0xC0) == 0x80) --st;
+      size_t st = std::max(b, Utf8CharStart(t, e - 1));
       size_t p = st;
       if (!IsSpaceCp(NextCp(t, &p))) break;
       e = st;

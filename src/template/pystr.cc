@@ -708,120 +708,24 @@ Result<std::string> StrFormat(std::string_view fmt, const std::vector<Val>& args
 
 // ---- tojson ----
 
-namespace {
-
-Status JsonDump(const Value& v, int indent, int level, std::string* out) {
-  if (level > kMaxValueDepth) return Err("value nested too deeply to serialise (the limit is 2000 levels)");
-  if (out->size() > kMaxStringBytes) return StringTooLarge();
-  auto newline = [&](int lvl) {
-    out->push_back('\n');
-    out->append(static_cast<size_t>(indent * lvl), ' ');
-  };
-  switch (v.type()) {
-    case Value::Type::kNull: out->append("null"); break;
-    case Value::Type::kBool: out->append(v.as_bool() ? "true" : "false"); break;
-    case Value::Type::kInt: AppendInt(v.as_int(), out); break;
-    case Value::Type::kDouble: {
-      double d = v.as_double();
-      if (std::isnan(d)) out->append("NaN");
-      else if (std::isinf(d)) out->append(d > 0 ? "Infinity" : "-Infinity");
-      else AppendDouble(d, out);
-      break;
-    }
-    case Value::Type::kString: {
-      const std::string& s = v.as_string();
-      out->push_back('"');
-      size_t i = 0;
-      while (i < s.size()) {
-        char32_t cp = NextCp(s, &i);
-        switch (cp) {
-          case '"': out->append("\\\""); break;
-          case '\\': out->append("\\\\"); break;
-          case '\n': out->append("\\n"); break;
-          case '\r': out->append("\\r"); break;
-          case '\t': out->append("\\t"); break;
-          case '\b': out->append("\\b"); break;
-          case '\f': out->append("\\f"); break;
-          default:
-            if (cp >= 0x20 && cp < 0x7F) {
-              out->push_back(static_cast<char>(cp));
-            } else if (cp < 0x10000) {
-              out->append("\\u");
-              AppendHex(cp, 4, out);
-            } else {
-              char32_t c = cp - 0x10000;
-              out->append("\\u");
-              AppendHex(0xD800 + (c >> 10), 4, out);
-              out->append("\\u");
-              AppendHex(0xDC00 + (c & 0x3FF), 4, out);
-            }
-        }
-      }
-      out->push_back('"');
-      break;
-    }
-    case Value::Type::kBytes: return Status::InvalidArgument("Object of type bytes is not JSON serializable");
-    case Value::Type::kArray: {
-      const auto& a = v.as_array();
-      if (a.empty()) {
-        out->append("[]");
-        break;
-      }
-      out->push_back('[');
-      for (size_t k = 0; k < a.size(); ++k) {
-        if (k > 0) out->append(indent > 0 ? "," : ", ");
-        if (indent > 0) newline(level + 1);
-        MMIRAGE_TRY(JsonDump(a[k], indent, level + 1, out));
-      }
-      if (indent > 0) newline(level);
-      out->push_back(']');
-      break;
-    }
-    case Value::Type::kObject: {
-      const auto& o = v.as_object();
-      if (o.empty()) {
-        out->append("{}");
-        break;
-      }
-      std::vector<const Value::Member*> members;
-      for (const auto& m : o) members.push_back(&m);
-      std::stable_sort(members.begin(), members.end(),
-                       [](const Value::Member* a, const Value::Member* b) { return a->first < b->first; });
-      out->push_back('{');
-      for (size_t k = 0; k < members.size(); ++k) {
-        if (k > 0) out->append(indent > 0 ? "," : ", ");
-        if (indent > 0) newline(level + 1);
-        MMIRAGE_TRY(JsonDump(Value(members[k]->first), indent, level + 1, out));
-        out->append(": ");
-        MMIRAGE_TRY(JsonDump(members[k]->second, indent, level + 1, out));
-      }
-      if (indent > 0) newline(level);
-      out->push_back('}');
-      break;
-    }
-  }
-  return Status::OK();
-}
-
-}  // namespace
-
 Result<std::string> HtmlSafeJson(const Val& v, int indent) {
   if (v.kind != Kind::kValue || v.shape == Shape::kNamespace) {
     return Err("Object of type " + PyTypeName(v) + " is not JSON serializable");
   }
-  std::string raw;
-  MMIRAGE_TRY(JsonDump(v.v(), indent, 0, &raw));
+  // Jinja's tojson: json.dumps(sort_keys=True, indent=...) made HTML-safe. NaN/Infinity are written as null
+  // (data/json.h: the writer never emits them), where Python would write NaN.
+  JsonWriteOptions o;
+  o.indent = indent > 0 ? indent : -1;
+  o.sort_keys = true;
+  o.python_separators = true;
+  o.ensure_ascii = true;
+  o.html_safe = true;
+  o.bytes = JsonWriteOptions::Bytes::kError;
+  o.max_depth = kMaxValueDepth;
+  o.max_bytes = kMaxStringBytes;
   std::string out;
-  out.reserve(raw.size());
-  for (char c : raw) {
-    switch (c) {
-      case '<': out.append("\\u003c"); break;
-      case '>': out.append("\\u003e"); break;
-      case '&': out.append("\\u0026"); break;
-      case '\'': out.append("\\u0027"); break;
-      default: out.push_back(c);
-    }
-  }
+  Status s = AppendJson(v.v(), o, &out);
+  if (!s.ok()) return out.size() > kMaxStringBytes ? StringTooLarge() : s;
   return out;
 }
 

@@ -2,45 +2,6 @@
 
 namespace mmirage::tmpl::internal {
 
-char32_t NextCp(std::string_view s, size_t* pos) {
-  size_t i = *pos;
-  unsigned char c = static_cast<unsigned char>(s[i]);
-  int n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
-  if (n <= 0 || i + n >= s.size()) {
-    *pos = i + 1;
-    return c;
-  }
-  char32_t cp = n == 1 ? (c & 0x1F) : n == 2 ? (c & 0x0F) : (c & 0x07);
-  for (int k = 1; k <= n; ++k) {
-    unsigned char cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xC0) != 0x80) {
-      *pos = i + 1;
-      return c;
-    }
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  *pos = i + n + 1;
-  return cp;
-}
-
-void AppendCp(char32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 std::u32string ToU32(std::string_view s) {
   std::u32string r;
   r.reserve(s.size());
@@ -54,12 +15,6 @@ std::string FromU32(std::u32string_view s) {
   r.reserve(s.size());
   for (char32_t c : s) AppendCp(c, &r);
   return r;
-}
-
-size_t CpCount(std::string_view s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
 }
 
 namespace {

@@ -7,14 +7,17 @@
 #include <string>
 #include <string_view>
 
+#include "data/utf8.h"
+
 namespace mmirage::tmpl::internal {
 
-// Decodes the code point at *pos and advances; an invalid byte decodes as itself (one byte).
-char32_t NextCp(std::string_view s, size_t* pos);
-void AppendCp(char32_t cp, std::string* out);
+// The engine's short names for the one UTF-8 decoder/encoder (data/utf8.h): ill-formed input decodes as U+FFFD,
+// and what is appended is always well-formed.
+inline char32_t NextCp(std::string_view s, size_t* pos) { return DecodeUtf8(s, pos); }
+inline void AppendCp(char32_t cp, std::string* out) { AppendUtf8(cp, out); }
+inline size_t CpCount(std::string_view s) { return CountCodePoints(s); }
 std::u32string ToU32(std::string_view s);
 std::string FromU32(std::u32string_view s);
-size_t CpCount(std::string_view s);
 
 void AppendUpper(char32_t cp, std::string* out);
 void AppendLower(char32_t cp, std::string* out);

@@ -1,9 +1,30 @@
 #include "util/env.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <random>
 #include <vector>
 
 namespace mmirage {
+
+namespace {
+
+// A per-process random tag, so that temps of processes on different hosts (same pid) differ too.
+const std::string& ProcessNonce() {
+  static const std::string nonce = [] {
+    std::random_device rd;
+    uint64_t x = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    char buf[20];
+    std::snprintf(buf, sizeof buf, "%012llx", static_cast<unsigned long long>(x & 0xffffffffffffull));
+    return std::string(buf);
+  }();
+  return nonce;
+}
+
+std::atomic<uint64_t> temp_counter{0};
+
+}  // namespace
 
 Status SequentialFile::Skip(uint64_t n) {
   char buf[1 << 14];
@@ -19,19 +40,19 @@ Result<uint64_t> Env::GetFileModificationMicros(const std::string& path) {
   return Status::Unavailable(path + ": modification time not available");
 }
 
-Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents) {
-  const std::string tmp = path + ".tmp";
+Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents, bool durable) {
+  const std::string tmp = path + ".tmp." + ProcessNonce() + "." + std::to_string(++temp_counter);
   Status s;
   {
     auto file = env->NewWritableFile(tmp);
     if (!file.ok()) return file.status();
     s = (*file)->Append(contents);
-    if (s.ok()) s = (*file)->Sync();
+    if (s.ok()) s = durable ? (*file)->Sync() : (*file)->Flush();
     Status c = (*file)->Close();
     if (s.ok()) s = c;
   }
   if (s.ok()) s = env->RenameFile(tmp, path);
-  if (s.ok()) s = env->SyncDir(Dirname(path));
+  if (s.ok() && durable) s = env->SyncDir(Dirname(path));
   if (!s.ok()) (void)env->RemoveFile(tmp);
   return s;
 }

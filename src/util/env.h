@@ -92,9 +92,14 @@ class Env {
   virtual int Pid() = 0;
 };
 
-// Durable replace of a small file (modelled on LevelDB's SetCurrentFile): write `<path>.tmp`, sync, rename over
-// path, sync the directory; removes the temp on failure. Readers see the old or the new content, never a mix.
-Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents);
+// Durable replace of a small file (modelled on LevelDB's SetCurrentFile): write a temp file next to it, sync,
+// rename over path, sync the directory; removes the temp on failure. Readers see the old or the new content, never
+// a mix. The temp name is unique per call (`<path>.tmp.<process nonce>.<n>`), so two processes or threads replacing
+// the same file never write into each other's temp: the last rename wins, whole. A crash between create and rename
+// may leave such a temp behind; readers never open it.
+// durable = false skips both syncs (still atomic, not durable): for advisory files (heartbeat, progress) that are
+// rewritten every few seconds and must not cost an fsync each on a shared file system.
+Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents, bool durable = true);
 
 // CreateDirs, then fsyncs the parent of every directory it created (outermost first), so that the new directories
 // survive a crash (a new directory's entry is durable only once its parent is synced).

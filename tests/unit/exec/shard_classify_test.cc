@@ -2,10 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "data/json.h"
 #include "state/heartbeat.h"
+#include "state/progress_writer.h"
 #include "state/shard_state.h"
 #include "stats/shard_stats.h"
+#include "support/counting_env.h"
 #include "support/test_util.h"
 
 namespace mmirage::exec {
@@ -161,6 +166,58 @@ TEST_F(ShardClassifyTest, RunningWithOldHeartbeatIsStale) {
   ClassifyOptions o = Options();
   o.heartbeat_timeout_seconds = 0;
   EXPECT_EQ(ClassifyShards(o).shards[0].shard_class, ShardClass::kRunning);
+}
+
+// Issue #13, item 9: with the heartbeat written every 5 s (not every second), a live worker on another node is never
+// judged stale — even with a short timeout — and a dead one is, once the timeout has passed. Clock: the env's.
+TEST(ShardClassifyHeartbeatTest, TheSlowerHeartbeatKeepsStaleDetectionWorking) {
+  testing::TempDir dir;
+  testing::CountingEnv env;
+  env.UseManualClock();
+  for (double timeout : {15.0, 300.0}) {
+    ShardRecord r;
+    r.status = "running";
+    r.retry_count = 1;
+    r.hostname = "some-other-node";  // no pid test: only the heartbeat tells
+    r.pid = 4242;
+    r.started_at = LocalIsoTime(env.NowMicros());
+    testing::WriteFile(dir.Path("shard_0/status.json"), r.ToJson());
+    ClassifyOptions o;
+    o.env = &env;
+    o.state_dir = dir.path();
+    o.heartbeat_timeout_seconds = timeout;
+    o.hostname = "this-node";
+    o.process_alive = [](int64_t) { return false; };
+    ShardProgressCounters counters;
+    std::atomic<int> ticks{0};
+    auto wait_ticks = [&](int n) {
+      int target = ticks + n;
+      for (int i = 0; i < 20000 && ticks < target; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ASSERT_GE(ticks.load(), target);
+    };
+    {
+      ShardProgressOptions po;
+      po.env = &env;
+      po.state_dir = dir.path();
+      po.counters = &counters;
+      po.stale_timeout_seconds = timeout;
+      po.tick_seconds = 0.002;
+      po.on_tick = [&] { ++ticks; };
+      ShardProgressWriter w(po);
+      for (int sec = 0; sec < 3 * timeout; ++sec) {  // a live worker, simulated second by second
+        env.AdvanceSeconds(1);
+        wait_ticks(2);
+        ASSERT_EQ(ClassifyShards(o).shards[0].shard_class, ShardClass::kRunning) << "t=" << sec << " s";
+      }
+    }
+    // The worker dies (its writer stops): stale once the timeout has passed, not before.
+    env.AdvanceSeconds(timeout - 6);
+    EXPECT_EQ(ClassifyShards(o).shards[0].shard_class, ShardClass::kRunning);
+    env.AdvanceSeconds(7);
+    Classification c = ClassifyShards(o);
+    EXPECT_EQ(c.shards[0].shard_class, ShardClass::kFailed);
+    EXPECT_NE(c.shards[0].stale_reason.find("no heartbeat"), std::string::npos) << c.shards[0].stale_reason;
+  }
 }
 
 TEST_F(ShardClassifyTest, RunningWithoutHeartbeatIsJudgedByItsStart) {

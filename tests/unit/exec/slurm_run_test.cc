@@ -116,6 +116,33 @@ TEST_F(SlurmRunTest, ATaskKilledWhileRunningIsRetriedAloneAsASparseArray) {
   EXPECT_EQ(r->job_ids, (std::vector<std::string>{"100", "101"}));
 }
 
+// Issue #13, item 10: the tasks' own "failed row" lines are in their SLURM logs; the loop's stderr ends with a
+// summary of every shard's failed rows and the errors.jsonl paths.
+TEST_F(SlurmRunTest, TheLoopEndsWithASummaryOfTheFailedRows) {
+  Env* env = Env::Default();
+  on_submit_ = [&](int) {
+    for (int id : {0, 1}) {
+      ShardState s(env, dir_.Path("state"), id);
+      ASSERT_TRUE(s.MarkRunning({}).ok());
+      if (id == 1) {
+        testing::WriteFile(dir_.Path("out/shard_1/errors.jsonl"),
+                           "{\"row_index\":0,\"source\":\"data.jsonl:2\",\"stage\":\"extract\",\"message\":\"no a\"}\n");
+      }
+      ASSERT_TRUE(s.MarkSuccess(Value(), id == 1 ? 1 : 0).ok());
+    }
+  };
+  squeue_out_ = [](const std::string& job) { return job + "_0|COMPLETED\n" + job + "_1|COMPLETED\n"; };
+  ::testing::internal::CaptureStderr();
+  auto r = RunSlurmLoop(Options());
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->all_succeeded);
+  EXPECT_NE(err.find("1 row(s) failed in 1 shard output(s); see " + dir_.Path("out/shard_1/errors.jsonl")),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("failed row: data.jsonl:2 [extract] no a"), std::string::npos) << err;
+}
+
 TEST_F(SlurmRunTest, SuccessfulShardsAreNotResubmitted) {
   Env* env = Env::Default();
   ShardState s0(env, dir_.Path("state"), 0);

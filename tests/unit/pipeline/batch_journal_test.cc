@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "data/json.h"
 #include "support/test_util.h"
 
 namespace mmirage::pipeline {
@@ -35,6 +36,29 @@ TEST(BatchJournalTest, EventsSurviveReopenAndATornLastLineIsDropped) {
   EXPECT_EQ((*j)->chunks()[0].requests[0].row, 7u);
   EXPECT_FALSE((*j)->sealed(0));
   EXPECT_EQ(testing::ReadFile(path), text);  // truncated back to the last whole event
+}
+
+TEST(BatchJournalTest, CacheDecisionsAndStoredChunksSurviveReopen) {
+  testing::TempDir d;
+  {
+    auto j = BatchJournal::Open(Env::Default(), d.path());
+    ASSERT_TRUE(j.ok());
+    JournalChunk c;
+    c.name = "text-chunk-000001";
+    c.requests.push_back(JournalRequest{"qa-text-s0-d0p0-r7", 0, 0, 2, 7});
+    ASSERT_TRUE((*j)->Append(c.ToEvent()).ok());
+    ASSERT_TRUE((*j)->Append(*ParseJson(R"({"event":"cached","stage":1,"file":"cache-hits-stage-1.jsonl","hits":3})")).ok());
+    ASSERT_TRUE((*j)->Append(*ParseJson(R"({"event":"stored","name":"text-chunk-000001"})")).ok());
+    EXPECT_FALSE((*j)->Append(*ParseJson(R"({"event":"stored","name":"nope"})")).ok());
+    EXPECT_FALSE((*j)->Append(*ParseJson(R"({"event":"cached","stage":2})")).ok());
+  }
+  auto j = BatchJournal::Open(Env::Default(), d.path());
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_TRUE((*j)->chunks()[0].stored);
+  EXPECT_EQ((*j)->chunks()[0].requests[0].output, 2);
+  EXPECT_EQ((*j)->chunks()[0].requests[0].row, 7u);
+  ASSERT_EQ((*j)->cached_stages().size(), 1u);
+  EXPECT_EQ((*j)->cached_stages().at(1), "cache-hits-stage-1.jsonl");
 }
 
 TEST(BatchJournalTest, ABadLineInTheMiddleIsCorruption) {
