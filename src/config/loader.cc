@@ -2,6 +2,7 @@
 // JMESPath, processors, shard range) live in validate.cc.
 #include <algorithm>
 #include <cctype>
+#include <memory>
 
 #include "config/validate.h"
 #include "data/json.h"
@@ -560,7 +561,13 @@ const Processor* Config::FindProcessor(const std::string& type) const {
 }
 
 Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& name, const LoadOptions& options) {
-  EnvLookup env = options.env ? options.env : ProcessEnvLookup();
+  EnvLookup base_env = options.env ? options.env : ProcessEnvLookup();
+  auto looked_up = std::make_shared<std::map<std::string, std::optional<std::string>>>();
+  EnvLookup env = [base_env, looked_up](const std::string& var) {
+    auto value = base_env(var);
+    (*looked_up)[var] = value;  // recorded for the resume identity (Config::expanded_vars)
+    return value;
+  };
   Diag diag(name);
   YAML::Node root;
   try {
@@ -602,6 +609,7 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(name + ": invalid config: " + e.what());
   }
+  c.expanded_vars = *looked_up;
   c.warnings = std::move(diag.warnings);
   if (!diag.errors.empty()) {
     std::string msg;
