@@ -3,6 +3,8 @@
 # (fuzz/corpus/<name>/) for FUZZ_SECONDS seconds (default 30: the CI smoke). New inputs go to a scratch corpus, the
 # seeds in the repo are never rewritten. Non-zero on any crash, leak, timeout or sanitizer report; the crashing
 # input is kept under build-fuzz/artifacts/. Usage: scripts/fuzz.sh [fuzzer-name...]   (default: all of them)
+# scripts/test.sh (and so CI) runs it after the normal tests. fuzz/corpus/fuzz_arrow/ is written by our own writer
+# (build-fuzz/make_arrow_seeds fuzz/corpus/fuzz_arrow).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_EACH="${FUZZ_SECONDS:-30}"
@@ -23,6 +25,7 @@ cmake -S "$ROOT/fuzz" -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER="clang-$CLANG_VERS
   -DCMAKE_CXX_COMPILER="clang++-$CLANG_VERSION" >/dev/null
 cmake --build "$BUILD" -j "${MMIRAGE_JOBS:-$(nproc)}"
 
+START=$(date +%s)
 names=("$@")
 if ((${#names[@]} == 0)); then
   for d in "$ROOT"/fuzz/corpus/*/; do names+=("$(basename "$d")"); done
@@ -37,7 +40,8 @@ for name in "${names[@]}"; do
   if "$BUILD/$name" -max_total_time="$SECONDS_EACH" -timeout=20 -rss_limit_mb=2560 -max_len=16384 \
        -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$name-" "$scratch" "$ROOT/fuzz/corpus/$name" \
        >"$BUILD/$name.log" 2>&1; then
-    log "$name: ok, $(grep -h 'stat::number_of_executed_units' "$BUILD/$name.log" | awk '{print $2}') executions"
+    log "$name: ok, $(grep -h 'stat::number_of_executed_units' "$BUILD/$name.log" | awk '{print $2}') executions," \
+        "$(grep -h 'stat::average_exec_per_sec' "$BUILD/$name.log" | awk '{print $2}') exec/s"
   else
     log "$name: FAILED (log: build-fuzz/$name.log)"
     grep -E "ERROR|SUMMARY|runtime error|Test unit written" "$BUILD/$name.log" | head -20 >&2 || true
@@ -45,4 +49,5 @@ for name in "${names[@]}"; do
   fi
   rm -rf "$scratch"
 done
+log "done in $(($(date +%s) - START)) s (after the build)"
 exit "$failed"

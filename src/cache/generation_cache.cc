@@ -270,8 +270,13 @@ void GenerationCache::Rep::LoadSealed(const std::vector<std::string>& names_in) 
       std::string prefix(k, kIndexKeyBytes);
       if (!index.count(prefix)) added.push_back(std::move(prefix));
     }
+    // Finalized before any sqlite3_close below: a connection with a live statement is not closed (SQLITE_BUSY), it
+    // leaked with its file descriptor (found by LeakSanitizer, scripts/sanitize.sh).
+    std::string read_error = ok && rc == SQLITE_DONE ? "" : sqlite3_errmsg(db);
+    sqlite3_finalize(keys.s);
+    keys.s = nullptr;
     if (!ok || rc != SQLITE_DONE) {
-      WarnOnce(path, "cannot be read (" + std::string(sqlite3_errmsg(db)) + ")");
+      WarnOnce(path, "cannot be read (" + read_error + ")");
       sqlite3_close(db);
       continue;
     }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -268,6 +269,9 @@ struct ExecutionParams {
 struct Config {
   std::string path;                    // absolute path of the YAML file
   uint64_t fingerprint = 0;            // hash of the YAML text: partial outputs of another config are not resumed
+  // Every environment variable the loader looked up (${VAR}, $VAR, HOME for ~) and its value then (nullopt:
+  // unset): with the YAML text, what the expanded config depends on (part of the resume identity).
+  std::map<std::string, std::optional<std::string>> expanded_vars;
   std::vector<Processor> processors;   // YAML order
   LoadingParams loading;
   ProcessingParams processing;

@@ -2,6 +2,7 @@
 // JMESPath, processors, shard range) live in validate.cc.
 #include <algorithm>
 #include <cctype>
+#include <memory>
 
 #include "config/validate.h"
 #include "data/json.h"
@@ -560,7 +561,13 @@ const Processor* Config::FindProcessor(const std::string& type) const {
 }
 
 Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& name, const LoadOptions& options) {
-  EnvLookup env = options.env ? options.env : ProcessEnvLookup();
+  EnvLookup base_env = options.env ? options.env : ProcessEnvLookup();
+  auto looked_up = std::make_shared<std::map<std::string, std::optional<std::string>>>();
+  EnvLookup env = [base_env, looked_up](const std::string& var) {
+    auto value = base_env(var);
+    (*looked_up)[var] = value;  // recorded for the resume identity (Config::expanded_vars)
+    return value;
+  };
   Diag diag(name);
   YAML::Node root;
   try {
@@ -577,6 +584,7 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   if (!root.IsMap()) return Status::InvalidArgument(diag.LocOf(root).ToString() + ": the config must be a YAML map");
   // yaml-cpp throws on some node misuse (found by fuzz/fuzz_config): whatever slips through is a config error.
   try {
+  if (std::string shape = CheckYamlShape(diag, root); !shape.empty()) return Status::InvalidArgument(shape);
   MapReader top(&diag, &env, root, "");
   for (const char* req : {"processors", "loading_params", "processing_params"}) {
     if (!top.Has(req)) diag.Error(Loc{name, 1, 1}, std::string("missing required section '") + req + "'");
@@ -601,6 +609,7 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(name + ": invalid config: " + e.what());
   }
+  c.expanded_vars = *looked_up;
   c.warnings = std::move(diag.warnings);
   if (!diag.errors.empty()) {
     std::string msg;

@@ -135,6 +135,38 @@ Value NodeToValue(const YAML::Node& n, const EnvLookup& env) {
   return obj;
 }
 
+namespace {
+constexpr int kMaxYamlDepth = 200;
+constexpr size_t kMaxYamlNodes = 1000000;
+
+// False (with *err set) once a bound is passed.
+bool WalkShape(const Diag& diag, const YAML::Node& n, int depth, size_t* nodes, std::string* err) {
+  if (++*nodes > kMaxYamlNodes) {
+    *err = diag.LocOf(n).ToString() + ": the YAML expands to more than 1000000 nodes (nested aliases?)";
+    return false;
+  }
+  if (!n.IsSequence() && !n.IsMap()) return true;
+  if (depth >= kMaxYamlDepth) {
+    *err = diag.LocOf(n).ToString() + ": the YAML nests deeper than 200 levels (a recursive alias?)";
+    return false;
+  }
+  const bool map = n.IsMap();
+  for (const auto& e : n) {
+    bool ok = map ? WalkShape(diag, e.first, depth + 1, nodes, err) && WalkShape(diag, e.second, depth + 1, nodes, err)
+                  : WalkShape(diag, e, depth + 1, nodes, err);
+    if (!ok) return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::string CheckYamlShape(const Diag& diag, const YAML::Node& root) {
+  size_t nodes = 0;
+  std::string err;
+  WalkShape(diag, root, 0, &nodes, &err);
+  return err;
+}
+
 std::string Describe(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return "null";
   if (n.IsSequence()) return "list";

@@ -41,6 +41,10 @@ Value ResolveScalar(const YAML::Node& n);
 Value NodeToValue(const YAML::Node& n, const EnvLookup& env);
 // Short description for messages: "string 'abc'", "int 3", "map", "list", "null".
 std::string Describe(const YAML::Node& n);
+// Bounds on a document's shape, checked before any of it is read: nesting ≤ 200 levels and ≤ 1,000,000 nodes with
+// every alias expanded. yaml-cpp resolves `&a [*a]` to a cycle and nested aliases grow exponentially ("billion
+// laughs"): either would make NodeToValue recurse without end or exhaust memory. "" or a one-line located error.
+std::string CheckYamlShape(const Diag& diag, const YAML::Node& root);
 
 // Reads one YAML map. Every key read through it is marked consumed; Finish() warns about the others
 // ("unknown key 'retyr' in execution_params (ignored); did you mean 'retry'?").

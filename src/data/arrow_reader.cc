@@ -581,6 +581,9 @@ struct ArrowRowSource::Impl {
       uint64_t first = next_index, n = static_cast<uint64_t>(next->num_rows());
       next_index += n;
       if (first + n <= begin) continue;  // wholly before the range: not decoded
+      // The IPC reader checks a batch's layout only loosely: offsets, lengths and dictionary indices of a corrupt
+      // file would be read out of bounds. A batch is checked in full before any value is decoded.
+      if (arrow::Status vs = next->ValidateFull(); !vs.ok()) return Fail(vs);
       uint64_t skip = begin > first ? begin - first : 0;
       uint64_t take = std::min(first + n, end) - (first + skip);
       batch = (skip == 0 && take == n) ? next : next->Slice(static_cast<int64_t>(skip), static_cast<int64_t>(take));

@@ -54,9 +54,11 @@ const char* FormatName(OutputFormat f) {
 
 // The output format of one table directory (a shard, or one split of it); kNotFound when it holds no data.
 Result<OutputFormat> TableFormat(Env* env, const std::string& dir) {
-  if (env->IsRegularFile(JoinPath(dir, "data.jsonl"))) return OutputFormat::kJsonl;
+  // hf and parquet first: a shard published just before a crash may still hold its journaled data.jsonl beside
+  // them (removed by the next run), never the other way round.
   if (env->IsRegularFile(JoinPath(dir, "state.json"))) return OutputFormat::kHf;
   if (env->IsRegularFile(JoinPath(dir, "data.parquet"))) return OutputFormat::kParquet;
+  if (env->IsRegularFile(JoinPath(dir, "data.jsonl"))) return OutputFormat::kJsonl;
   return Status::NotFound("no data.jsonl, state.json or data.parquet in " + dir);
 }
 
@@ -105,7 +107,8 @@ Status CountErrorLines(Env* env, const std::string& path, int64_t* failed, int64
 }
 
 Result<int64_t> TableRows(Env* env, const std::string& dir) {
-  if (env->IsRegularFile(JoinPath(dir, "data.jsonl"))) return CountLinesOf(env, JoinPath(dir, "data.jsonl"));
+  MMIRAGE_ASSIGN_OR_RETURN(OutputFormat format, TableFormat(env, dir));
+  if (format == OutputFormat::kJsonl) return CountLinesOf(env, JoinPath(dir, "data.jsonl"));
   MMIRAGE_ASSIGN_OR_RETURN(auto parts, ResolveOutputParts(env, dir));
   int64_t n = 0;
   for (const auto& p : parts) {
@@ -324,7 +327,7 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
   const OutputFormat format = shards[0].format;
 
   // Write into a temporary sibling, then publish.
-  MMIRAGE_TRY(env->CreateDirs(Dirname(rep.output_dir)));
+  MMIRAGE_TRY(CreateDirsDurably(env, Dirname(rep.output_dir)));
   std::string tmp = rep.output_dir + ".tmp." + env->Hostname() + "." + std::to_string(env->Pid()) + "." + RandomSuffix();
   MMIRAGE_TRY(env->RemoveAll(tmp));
   MMIRAGE_TRY(env->CreateDirs(tmp));
@@ -347,7 +350,7 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
           tables.push_back(JoinPath(s.dir, name));
         }
         MMIRAGE_TRY(MergeTable(env, tables, JoinPath(tmp, name), format, &rep.rows));
-        if (format != OutputFormat::kJsonl) MMIRAGE_TRY(env->SyncDir(JoinPath(tmp, name)));
+        MMIRAGE_TRY(env->SyncDir(JoinPath(tmp, name)));
       }
       Value dd = Value::EmptyObject();
       dd.Set("splits", list);
@@ -366,15 +369,30 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
       MMIRAGE_TRY(out->Sync());
       MMIRAGE_TRY(out->Close());
     }
+    // Every file written above was synced; the directory now is. Publish (durability order as a shard's, see
+    // pipeline/shard_writer.h): the parent is synced after the swap and before the previous output is deleted.
     MMIRAGE_TRY(env->SyncDir(tmp));
+    const std::string parent = Dirname(rep.output_dir);
     if (env->FileExists(rep.output_dir)) {
       Status ex = env->ExchangeFiles(tmp, rep.output_dir);
-      if (ex.ok()) return env->RemoveAll(tmp);
+      if (ex.ok()) {
+        MMIRAGE_TRY(env->SyncDir(parent));
+        MMIRAGE_TRY(env->RemoveAll(tmp));  // the previous output
+        return env->SyncDir(parent);
+      }
       if (!ex.IsUnavailable()) return ex;
-      MMIRAGE_TRY(env->RemoveAll(rep.output_dir));
+      // No atomic exchange: the previous output moves aside (a `.tmp.` name, ignored by readers) until the new
+      // one is in place.
+      const std::string aside = tmp + ".old";
+      MMIRAGE_TRY(env->RemoveAll(aside));
+      MMIRAGE_TRY(env->RenameFile(rep.output_dir, aside));
+      MMIRAGE_TRY(env->RenameFile(tmp, rep.output_dir));
+      MMIRAGE_TRY(env->SyncDir(parent));
+      MMIRAGE_TRY(env->RemoveAll(aside));
+      return env->SyncDir(parent);
     }
     MMIRAGE_TRY(env->RenameFile(tmp, rep.output_dir));
-    return env->SyncDir(Dirname(rep.output_dir));
+    return env->SyncDir(parent);
   };
   Status s = write_all();
   if (!s.ok()) {

@@ -228,15 +228,6 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
   return Status::OK();
 }
 
-// Identifies (config, dataset, shard layout): a partial or published output of another identity is redone.
-uint64_t DatasetFingerprint(const config::Config& config, size_t dataset_index, int64_t shard_id) {
-  uint64_t h = config.fingerprint;
-  for (uint64_t x : {static_cast<uint64_t>(dataset_index), static_cast<uint64_t>(shard_id),
-                     static_cast<uint64_t>(config.loading.num_shards)}) {
-    h = (h ^ x) * 1099511628211ull;
-  }
-  return h;
-}
 
 Value DatasetsInfo(const config::Config& config) {
   Value arr = Value::EmptyArray();
@@ -247,6 +238,303 @@ Value DatasetsInfo(const config::Config& config) {
     arr.Push(o);
   }
   return arr;
+}
+
+// What one attempt does with one dataset, decided before any row runs (PlanWork).
+struct DatasetWork {
+  enum class Kind {
+    kKept,     // published earlier from the same identity with no failed row: nothing to do
+    kProcess,  // run the shard's rows (from the start, or from the journal's last commit)
+    kRedo,     // published earlier with failed rows: run only those again
+  };
+  Kind kind = Kind::kProcess;
+  size_t index = 0;
+  const config::DatasetConfig* config = nullptr;
+  std::optional<CompletedShard> published;  // the earlier publication (kKept, kRedo)
+  std::optional<DatasetPlan> plan;          // kProcess, kRedo
+  std::unique_ptr<ShardWriter> writer;      // kProcess, kRedo
+};
+
+// One attempt of one shard: the state, live counters, engines and report that the steps of RunShard share.
+// Members are declared so that the progress thread (reporter_) stops before the poller and the timeline it
+// feeds go, and the generator goes before its cache.
+class ShardAttempt {
+ public:
+  ShardAttempt(const ShardRunOptions& opt, ShardState* state, int64_t attempt)
+      : opt_(opt), env_(opt.env), config_(*opt.config), state_(state), start_us_(env_->MonotonicMicros()) {
+    report_.attempt = attempt;
+  }
+
+  // Starts the heartbeat, progress.json and the timeline (before the model load: a long load must not look like
+  // a dead shard).
+  void StartReporting();
+  // Loads the engines of model outputs (counted as model load time), opens the generation cache, starts the
+  // utilisation poller. Errors: the engines'.
+  Status StartGenerator();
+  // Planning: what this attempt does with dataset `d` — keep its publication, redo its failed rows, or run its
+  // rows (opening the writer, which resumes from the journal when it can). Errors: unreadable dataset, the shard
+  // output cannot be opened.
+  Result<DatasetWork> PlanWork(size_t d);
+  // Processing and redo: runs the work's rows into its writer, then publishes. On a stop request the writer
+  // commits and stays resumable (kUnavailable "interrupted by …"). Errors: fatal ones only (row errors are
+  // recorded by the writer).
+  Status RunWork(DatasetWork* work);
+  // Reporting: the first failed rows on stderr; kInvalidArgument when more rows failed than max_failed_rows.
+  Status ReportFailures();
+  // Reporting: shard statistics, status success, the end of the timeline.
+  Status RecordSuccess();
+  // Records a failed attempt (timeline, status.json) and returns `s`.
+  Status Fail(const Status& s);
+
+  ShardRunReport& report() { return report_; }
+
+ private:
+  const ShardRunOptions& opt_;
+  Env* env_;
+  const config::Config& config_;
+  ShardState* state_;
+  uint64_t start_us_;
+  ShardRunReport report_;
+  std::vector<std::string> error_files_;
+  int64_t known_total_ = 0;
+  StreamTotals totals_;
+  Progress progress_;
+  std::unique_ptr<TimelineRecorder> timeline_;
+  std::unique_ptr<UtilizationPoller> poller_;
+  std::unique_ptr<ShardProgressWriter> reporter_;
+  std::unique_ptr<cache::GenerationCache> gen_cache_;  // outlives the generator's last generation
+  std::unique_ptr<process::OutputGenerator> generator_;
+};
+
+void ShardAttempt::StartReporting() {
+  timeline_ = std::make_unique<TimelineRecorder>(TimelineRecorder::Options{
+      env_, config_.loading.state_dir, opt_.shard_id, report_.attempt, opt_.timeline_interval_seconds,
+      [this] {
+        return TimelineCounters{progress_.rows_done, progress_.rows_failed, progress_.rows_resumed,
+                                totals_.prompt_tokens, totals_.completion_tokens, totals_.in_flight.load()};
+      },
+      opt_.slurm_job_id, opt_.slurm_array_task_id});
+  TimelineRecorder* timeline = timeline_.get();
+  ShardProgressOptions po;
+  po.env = env_;
+  po.state_dir = config_.loading.state_dir;
+  po.shard_id = opt_.shard_id;
+  po.counters = &progress_;
+  po.display = opt_.quiet                  ? ShardProgressOptions::Display::kQuiet
+               : opt_.progress_on_terminal ? ShardProgressOptions::Display::kTerminal
+                                           : ShardProgressOptions::Display::kLog;
+  po.stale_timeout_seconds = config_.execution.heartbeat_timeout_seconds;
+  po.line_extra = [this](double secs) {
+    std::string extra;
+    int64_t generated = totals_.completion_tokens - totals_.cached_completion_tokens;  // cache hits cost nothing
+    if (generated > 0 && secs > 0)
+      extra += ", " + FormatDouble(RoundTo(static_cast<double>(generated) / secs, 1)) + " tok/s";
+    if (totals_.cached_generations > 0) extra += ", " + std::to_string(totals_.cached_generations.load()) + " cached";
+    return extra;
+  };
+  po.on_tick = [timeline] { timeline->Tick(); };
+  reporter_ = std::make_unique<ShardProgressWriter>(std::move(po));
+}
+
+Status ShardAttempt::StartGenerator() {
+  if (!config_.processing.outputs.empty()) {
+    std::vector<std::string> warnings;
+    process::EngineFactory factory = opt_.engine_factory ? opt_.engine_factory
+                                                         : process::DefaultEngineFactory(
+                                                               {config_.loading.state_dir, opt_.shard_id, nullptr});
+    auto g = process::OutputGenerator::Create(config_, factory, &warnings);
+    for (const auto& w : warnings) LOG_WARN(w);
+    if (!g.ok()) return g.status();
+    generator_ = std::move(*g);
+    bool any_llm = false;  // only llm generations are cached
+    for (const auto& o : config_.processing.outputs) any_llm = any_llm || o.type == "llm";
+    if (any_llm) gen_cache_ = process::OpenGenerationCache(env_, config_);
+    generator_->EnableCache(gen_cache_.get());
+    timeline_->Loaded(generator_->LoadSeconds(), generator_->Capacity());
+    LOG_INFO("Model loaded in " << FormatDouble(RoundTo(generator_->LoadSeconds(), 3)) << " s ("
+                                << generator_->Capacity() << " parallel sequences)");
+  }
+  // CPU utilisation always; GPU utilisation with --stats / MMIRAGE_COLLECT_STATS=1 (NVML, nvidia-smi fallback).
+  UtilizationPollerOptions upo = DefaultUtilizationOptions(
+      env_, GpuDevicesForShard(opt_.cuda_visible_devices, generator_ ? std::max(1, generator_->NumGpus()) : 1));
+  if (!opt_.collect_gpu_stats) upo.gpu.reset();
+  poller_ = std::make_unique<UtilizationPoller>(std::move(upo));
+  poller_->Start();
+  timeline_->SetPoller(poller_.get());
+  return Status::OK();
+}
+
+Result<DatasetWork> ShardAttempt::PlanWork(size_t d) {
+  DatasetWork w;
+  w.index = d;
+  w.config = &config_.loading.datasets[d];
+  const config::DatasetConfig& dc = *w.config;
+  // The resume identity (expanded config, shard layout, input files): a partial or published output of another
+  // identity is never continued or kept.
+  Value identity = DatasetIdentity(env_, config_, d, opt_.shard_id);
+  const uint64_t fingerprint = IdentityFingerprint(identity);
+  // Published by an earlier attempt of this same identity, with no failed row: nothing to redo.
+  w.published = ReadCompletedShard(env_, dc.output_dir, opt_.shard_id);
+  if (w.published && w.published->fingerprint != fingerprint) {
+    LOG_WARN("dataset " << dc.output_dir << ": shard " << opt_.shard_id << " was published from other inputs ("
+                        << DescribeIdentityChange(w.published->identity, identity)
+                        << "); it is computed again from the start");
+    w.published.reset();
+  }
+  if (w.published) {  // a crash right after publishing can leave its journal behind
+    if (Status t = ShardWriter::TidyPublished(env_, dc.output_dir, opt_.shard_id); !t.ok()) {
+      return t.WithContext("cannot tidy the published shard");
+    }
+  }
+  if (w.published && w.published->rows_failed == 0) {
+    w.kind = DatasetWork::Kind::kKept;
+    return w;
+  }
+  auto plan = PlanDataset(env_, dc, config_.loading.num_shards, opt_.shard_id);
+  if (!plan.ok()) return plan.status();
+  w.plan = std::move(*plan);
+  std::vector<std::string> splits;
+  for (const auto& part : w.plan->parts) splits.push_back(part.split);
+  ShardWriterOptions wo{dc.output_dir, opt_.shard_id, splits, fingerprint};
+  wo.identity = std::move(identity);
+  for (const auto& r : w.plan->ranges) wo.split_rows.push_back(r.size());
+  wo.output_format = *ParseOutputFormat(dc.output_format);  // validated by the config loader
+  auto writer = ShardWriter::Open(env_, wo);
+  if (!writer.ok()) return writer.status().WithContext("cannot open the shard output");
+  w.writer = std::move(*writer);
+  // A journal to resume wins over redoing the publication's failed rows (the redo itself was interrupted).
+  w.kind = w.published && !w.writer->resumed() ? DatasetWork::Kind::kRedo : DatasetWork::Kind::kProcess;
+  return w;
+}
+
+Status ShardAttempt::RunWork(DatasetWork* w) {
+  const config::DatasetConfig& dc = *w->config;
+  if (w->kind == DatasetWork::Kind::kKept) {
+    LOG_INFO("dataset " << dc.output_dir << ": shard " << opt_.shard_id << " already complete ("
+                        << w->published->rows_written << " rows); kept");
+    report_.rows_written += w->published->rows_written;
+    progress_.rows_done += w->published->rows_written;
+    progress_.rows_resumed += w->published->rows_written;
+    report_.output_dirs.push_back(JoinPath(dc.output_dir, "shard_" + std::to_string(opt_.shard_id)));
+    return Status::OK();
+  }
+  if (config_.loading.num_shards > 1) {  // a single-shard run does not count its rows first
+    for (const auto& r : w->plan->ranges) known_total_ += static_cast<int64_t>(r.size());
+    progress_.rows_total = known_total_;
+  }
+  ShardWriter* writer = w->writer.get();
+  if (writer->resumed()) {
+    uint64_t rows = 0;
+    for (size_t i = 0; i < w->plan->parts.size(); ++i) rows += writer->resume_rows(i);
+    LOG_INFO("dataset " << dc.output_dir << ": resuming shard " << opt_.shard_id << " after " << rows
+                        << " committed rows");
+    progress_.rows_done += static_cast<int64_t>(rows);
+    progress_.rows_resumed += static_cast<int64_t>(rows);
+    progress_.rows_failed += writer->rows_failed();
+  }
+  Status s;
+  if (w->kind == DatasetWork::Kind::kRedo) {
+    LOG_INFO("dataset " << dc.output_dir << ": retrying the " << w->published->rows_failed
+                        << " failed row(s) of the previous attempt; the other rows are kept");
+    s = RedoFailedRows(env_, config_, *w->plan, generator_.get(), writer, &totals_, &progress_,
+                       JoinPath(dc.output_dir, "shard_" + std::to_string(opt_.shard_id)));
+  } else {
+    s = ProcessDataset(env_, config_, *w->plan, generator_.get(), writer, &totals_, &progress_);
+  }
+  if (!s.ok()) {
+    // Keep what is committed: the next attempt resumes from there.
+    if (s.IsUnavailable() && StopRequested()) {
+      Status c = writer->Commit();
+      writer->Abandon();
+      reporter_.reset();
+      std::string why = std::string("interrupted by ") + StopSignalName() + " after " +
+                        std::to_string(progress_.rows_done.load()) + " rows (resumable)";
+      if (!c.ok()) why += "; last commit failed: " + c.message();
+      return Status::Unavailable(why);
+    }
+    writer->Abandon();
+    return s;
+  }
+  int64_t failed = writer->rows_failed();
+  report_.rows_written += writer->rows_written();
+  report_.rows_failed += failed;
+  s = writer->Finish();
+  if (!s.ok()) return s.WithContext("cannot publish " + writer->final_dir());
+  report_.output_dirs.push_back(writer->final_dir());
+  if (failed > 0) error_files_.push_back(JoinPath(writer->final_dir(), "errors.jsonl"));
+  return Status::OK();
+}
+
+Status ShardAttempt::ReportFailures() {
+  reporter_.reset();
+  std::string where;
+  for (const auto& f : error_files_) where += (where.empty() ? "" : ", ") + f;
+  if (report_.rows_failed > 0) {
+    // The first failed rows with FILE:LINE, stage and message: enough to act on without opening errors.jsonl.
+    LogFailedRows(FirstFailures(env_, error_files_));
+  }
+  const int64_t max_failed = config_.execution.max_failed_rows;
+  if (report_.rows_failed > max_failed) {
+    return Status::InvalidArgument(std::to_string(report_.rows_failed) + " row(s) failed (max_failed_rows=" +
+                                   std::to_string(max_failed) + "); see " + where);
+  }
+  if (report_.rows_failed > 0) {
+    LOG_WARN(report_.rows_failed << " row(s) failed and were recorded in " << where
+                                 << " (within max_failed_rows=" << max_failed << ")");
+  }
+  return Status::OK();
+}
+
+Status ShardAttempt::RecordSuccess() {
+  poller_->Stop();
+  ShardStats stats;
+  poller_->Summary().ApplyTo(&stats);
+  stats.runtime_seconds = RoundTo(static_cast<double>(env_->MonotonicMicros() - start_us_) / 1e6, 3);
+  stats.rows_processed = report_.rows_written;
+  if (generator_) {
+    generator_->Shutdown();
+    // GPUs the engine really used (0 on CPU: per-GPU rates are then null, not divided by a GPU that was idle).
+    stats.num_gpus = generator_->NumGpus();
+    if (generator_->LoadSeconds() > 0) stats.model_load_seconds = RoundTo(generator_->LoadSeconds(), 3);
+    // Generated tokens only: what the cache answered costs no inference time (counted apart).
+    int64_t in = totals_.prompt_tokens - totals_.cached_prompt_tokens;
+    int64_t out = totals_.completion_tokens - totals_.cached_completion_tokens;
+    if (in > 0) stats.input_tokens = in;
+    if (out > 0) stats.output_tokens = out;
+    if (gen_cache_) {
+      stats.cached_generations = totals_.cached_generations;
+      stats.cached_output_tokens = totals_.cached_completion_tokens;
+      Status cs = gen_cache_->Close();
+      if (!cs.ok()) LOG_WARN(cs.message());
+      const cache::CacheCounters& cc = gen_cache_->counters();
+      double cache_s = static_cast<double>(cc.busy_us) / 1e6 + generator_->CacheKeySeconds();
+      LOG_INFO("Generation cache: " << totals_.cached_generations.load() << " of " << totals_.generations.load()
+                                    << " generations answered from " << config_.execution.cache_dir << " ("
+                                    << cc.inserts.load() << " stored, " << FormatDouble(RoundTo(cache_s, 4))
+                                    << " s spent on the cache)");
+    }
+    const engine::EngineCounters counters = generator_->Counters();
+    stats.prompt_tokens_reused = counters.prompt_tokens_reused;
+    if (counters.images_encoded + counters.images_reused > 0) {
+      stats.images_encoded = counters.images_encoded;
+      stats.images_reused = counters.images_reused;
+    }
+  }
+  auto inf = stats.InferenceRuntime();
+  if (inf && *inf > 0) stats.throughput_rows_per_sec = RoundTo(static_cast<double>(stats.rows_processed) / *inf, 2);
+  Status m = state_->MarkSuccess(stats.ToValue(), report_.rows_failed);
+  timeline_->End(m.ok() ? "success" : "failed", m.ok() ? "" : m.message());
+  if (!m.ok()) return m.WithContext("cannot mark the shard successful");
+  LOG_INFO("Shard " << opt_.shard_id << " done: " << report_.rows_written << " rows written, " << report_.rows_failed
+                    << " failed, " << FormatDouble(*stats.runtime_seconds) << " s");
+  return Status::OK();
+}
+
+Status ShardAttempt::Fail(const Status& s) {
+  if (timeline_) timeline_->End(StopRequested() ? "interrupted" : "failed", s.message());
+  Status m = state_->MarkFailed(s.message(), report_.rows_failed);
+  if (!m.ok()) LOG_ERROR("cannot record the failure in the state directory: " << m.message());
+  return s;
 }
 
 }  // namespace
@@ -266,225 +554,30 @@ Status CheckRunnable(const config::Config& config) {
   return Status::OK();
 }
 
+// The steps of an attempt: record it, start reporting and the engines, then per dataset plan and run (process or
+// redo, then publish), then report. Any fatal error ends the attempt as failed.
 Result<ShardRunReport> RunShard(const ShardRunOptions& opt) {
-  Env* env = opt.env;
   const config::Config& config = *opt.config;
   MMIRAGE_TRY(CheckRunnable(config));
-  ShardState state(env, config.loading.state_dir, opt.shard_id);
+  ShardState state(opt.env, config.loading.state_dir, opt.shard_id);
   ShardState::RunInfo info;
   info.datasets = DatasetsInfo(config);
   info.slurm_job_id = opt.slurm_job_id;
   info.slurm_array_task_id = opt.slurm_array_task_id;
-  uint64_t start_us = env->MonotonicMicros();
   MMIRAGE_ASSIGN_OR_RETURN(int64_t attempt, state.MarkRunning(info));
   LOG_INFO("Starting shard " << opt.shard_id << "/" << config.loading.num_shards - 1 << " (attempt #" << attempt
                              << ")");
-  ShardRunReport report;
-  report.attempt = attempt;
-  TimelineRecorder* timeline_ptr = nullptr;  // set once the timeline exists
-  auto fail = [&](const Status& s) -> Status {
-    if (timeline_ptr) timeline_ptr->End(StopRequested() ? "interrupted" : "failed", s.message());
-    Status m = state.MarkFailed(s.message(), report.rows_failed);
-    if (!m.ok()) LOG_ERROR("cannot record the failure in the state directory: " << m.message());
-    return s;
-  };
-
-  // Heartbeat and progress from now on: a long model load must not look like a dead shard.
-  StreamTotals totals;
-  Progress progress;
-  TimelineRecorder timeline({env, config.loading.state_dir, opt.shard_id, attempt, opt.timeline_interval_seconds,
-                             [&] {
-                               return TimelineCounters{progress.rows_done, progress.rows_failed,
-                                                       progress.rows_resumed, totals.prompt_tokens,
-                                                       totals.completion_tokens, totals.in_flight.load()};
-                             },
-                             opt.slurm_job_id, opt.slurm_array_task_id});
-  ShardProgressOptions po;
-  po.env = env;
-  po.state_dir = config.loading.state_dir;
-  po.shard_id = opt.shard_id;
-  po.counters = &progress;
-  po.display = opt.quiet                  ? ShardProgressOptions::Display::kQuiet
-               : opt.progress_on_terminal ? ShardProgressOptions::Display::kTerminal
-                                          : ShardProgressOptions::Display::kLog;
-  po.stale_timeout_seconds = config.execution.heartbeat_timeout_seconds;
-  po.line_extra = [&totals](double secs) {
-    std::string extra;
-    int64_t generated = totals.completion_tokens - totals.cached_completion_tokens;  // cache hits cost nothing
-    if (generated > 0 && secs > 0)
-      extra += ", " + FormatDouble(RoundTo(static_cast<double>(generated) / secs, 1)) + " tok/s";
-    if (totals.cached_generations > 0) extra += ", " + std::to_string(totals.cached_generations.load()) + " cached";
-    return extra;
-  };
-  po.on_tick = [&timeline] { timeline.Tick(); };
-  auto reporter = std::make_unique<ShardProgressWriter>(std::move(po));
-  timeline_ptr = &timeline;
-
-  // Model outputs: load the engines (counted as model load time), then open the generation cache (declared
-  // first: it outlives the generator's last generation).
-  std::unique_ptr<cache::GenerationCache> gen_cache;
-  std::unique_ptr<process::OutputGenerator> generator;
-  if (!config.processing.outputs.empty()) {
-    std::vector<std::string> warnings;
-    process::EngineFactory factory = opt.engine_factory ? opt.engine_factory
-                                                        : process::DefaultEngineFactory(
-                                                              {config.loading.state_dir, opt.shard_id, nullptr});
-    auto g = process::OutputGenerator::Create(config, factory, &warnings);
-    for (const auto& w : warnings) LOG_WARN(w);
-    if (!g.ok()) return fail(g.status());
-    generator = std::move(*g);
-    bool any_llm = false;  // only llm generations are cached
-    for (const auto& o : config.processing.outputs) any_llm = any_llm || o.type == "llm";
-    if (any_llm) gen_cache = process::OpenGenerationCache(env, config);
-    generator->EnableCache(gen_cache.get());
-    timeline.Loaded(generator->LoadSeconds(), generator->Capacity());
-    LOG_INFO("Model loaded in " << FormatDouble(RoundTo(generator->LoadSeconds(), 3)) << " s ("
-                                << generator->Capacity() << " parallel sequences)");
-  }
-  // CPU utilisation always; GPU utilisation with --stats / MMIRAGE_COLLECT_STATS=1 (NVML, nvidia-smi fallback).
-  UtilizationPollerOptions upo = DefaultUtilizationOptions(
-      env, GpuDevicesForShard(opt.cuda_visible_devices, generator ? std::max(1, generator->NumGpus()) : 1));
-  if (!opt.collect_gpu_stats) upo.gpu.reset();
-  UtilizationPoller poller(std::move(upo));
-  poller.Start();
-  timeline.SetPoller(&poller);
-
-  std::vector<std::string> error_files;
-  int64_t known_total = 0;
-  bool total_known = config.loading.num_shards > 1;
+  ShardAttempt run(opt, &state, attempt);
+  run.StartReporting();
+  if (Status s = run.StartGenerator(); !s.ok()) return run.Fail(s);
   for (size_t d = 0; d < config.loading.datasets.size(); ++d) {
-    const config::DatasetConfig& dc = config.loading.datasets[d];
-    uint64_t fingerprint = DatasetFingerprint(config, d, opt.shard_id);
-    // Changed input files (path, size, first 64 KiB) change the fingerprint: never resume onto other data.
-    if (auto ident = InputIdentity(env, dc); ident.ok()) fingerprint = (fingerprint ^ *ident) * 1099511628211ull;
-    // Published by an earlier attempt of this same config and shard, with no failed row: nothing to redo.
-    auto done = ReadCompletedShard(env, dc.output_dir, opt.shard_id);
-    if (done && done->fingerprint != fingerprint) {
-      LOG_WARN("dataset " << dc.output_dir << ": shard " << opt.shard_id
-                          << " was published from another config or other input data (" << dc.path
-                          << " changed?); it is computed again from the start");
-      done.reset();
-    }
-    if (done && done->rows_failed == 0) {
-      LOG_INFO("dataset " << dc.output_dir << ": shard " << opt.shard_id << " already complete ("
-                          << done->rows_written << " rows); kept");
-      report.rows_written += done->rows_written;
-      progress.rows_done += done->rows_written;
-      progress.rows_resumed += done->rows_written;
-      report.output_dirs.push_back(JoinPath(dc.output_dir, "shard_" + std::to_string(opt.shard_id)));
-      continue;
-    }
-    auto plan = PlanDataset(env, dc, config.loading.num_shards, opt.shard_id);
-    if (!plan.ok()) return fail(plan.status());
-    if (total_known) {
-      for (const auto& r : plan->ranges) known_total += static_cast<int64_t>(r.size());
-      progress.rows_total = known_total;
-    }
-    std::vector<std::string> splits;
-    for (const auto& part : plan->parts) splits.push_back(part.split);
-    ShardWriterOptions wo{dc.output_dir, opt.shard_id, splits, fingerprint};
-    wo.output_format = *ParseOutputFormat(dc.output_format);  // validated by the config loader
-    auto writer = ShardWriter::Open(env, wo);
-    if (!writer.ok()) return fail(writer.status().WithContext("cannot open the shard output"));
-    if ((*writer)->resumed()) {
-      uint64_t rows = 0;
-      for (size_t i = 0; i < splits.size(); ++i) rows += (*writer)->resume_rows(i);
-      LOG_INFO("dataset " << dc.output_dir << ": resuming shard " << opt.shard_id << " after " << rows
-                          << " committed rows");
-      progress.rows_done += static_cast<int64_t>(rows);
-      progress.rows_resumed += static_cast<int64_t>(rows);
-      progress.rows_failed += (*writer)->rows_failed();
-    }
-    Status s;
-    if (done && !(*writer)->resumed()) {
-      LOG_INFO("dataset " << dc.output_dir << ": retrying the " << done->rows_failed
-                          << " failed row(s) of the previous attempt; the other rows are kept");
-      s = RedoFailedRows(env, config, *plan, generator.get(), writer->get(), &totals, &progress,
-                         JoinPath(dc.output_dir, "shard_" + std::to_string(opt.shard_id)));
-    } else {
-      s = ProcessDataset(env, config, *plan, generator.get(), writer->get(), &totals, &progress);
-    }
-    if (!s.ok()) {
-      // Keep what is committed: the next attempt resumes from there.
-      if (s.IsUnavailable() && StopRequested()) {
-        Status c = (*writer)->Commit();
-        (*writer)->Abandon();
-        reporter.reset();
-        std::string why = std::string("interrupted by ") + StopSignalName() +
-                          " after " + std::to_string(progress.rows_done.load()) + " rows (resumable)";
-        if (!c.ok()) why += "; last commit failed: " + c.message();
-        return fail(Status::Unavailable(why));
-      }
-      (*writer)->Abandon();
-      return fail(s);
-    }
-    int64_t failed = (*writer)->rows_failed();
-    report.rows_written += (*writer)->rows_written();
-    report.rows_failed += failed;
-    s = (*writer)->Finish();
-    if (!s.ok()) return fail(s.WithContext("cannot publish " + (*writer)->final_dir()));
-    report.output_dirs.push_back((*writer)->final_dir());
-    if (failed > 0) error_files.push_back(JoinPath((*writer)->final_dir(), "errors.jsonl"));
+    auto work = run.PlanWork(d);
+    if (!work.ok()) return run.Fail(work.status());
+    if (Status s = run.RunWork(&*work); !s.ok()) return run.Fail(s);
   }
-  reporter.reset();
-
-  std::string where;
-  for (const auto& f : error_files) where += (where.empty() ? "" : ", ") + f;
-  if (report.rows_failed > 0) {
-    // The first failed rows with FILE:LINE, stage and message: enough to act on without opening errors.jsonl.
-    LogFailedRows(FirstFailures(env, error_files));
-  }
-  if (report.rows_failed > config.execution.max_failed_rows) {
-    return fail(Status::InvalidArgument(std::to_string(report.rows_failed) + " row(s) failed (max_failed_rows=" +
-                                        std::to_string(config.execution.max_failed_rows) + "); see " + where));
-  }
-  if (report.rows_failed > 0) {
-    LOG_WARN(report.rows_failed << " row(s) failed and were recorded in " << where << " (within max_failed_rows="
-                                << config.execution.max_failed_rows << ")");
-  }
-
-  poller.Stop();
-  ShardStats stats;
-  poller.Summary().ApplyTo(&stats);
-  stats.runtime_seconds = RoundTo(static_cast<double>(env->MonotonicMicros() - start_us) / 1e6, 3);
-  stats.rows_processed = report.rows_written;
-  if (generator) {
-    generator->Shutdown();
-    // GPUs the engine really used (0 on CPU: per-GPU rates are then null, not divided by a GPU that was idle).
-    stats.num_gpus = generator->NumGpus();
-    if (generator->LoadSeconds() > 0) stats.model_load_seconds = RoundTo(generator->LoadSeconds(), 3);
-    // Generated tokens only: what the cache answered costs no inference time (counted apart).
-    int64_t in = totals.prompt_tokens - totals.cached_prompt_tokens;
-    int64_t out = totals.completion_tokens - totals.cached_completion_tokens;
-    if (in > 0) stats.input_tokens = in;
-    if (out > 0) stats.output_tokens = out;
-    if (gen_cache) {
-      stats.cached_generations = totals.cached_generations;
-      stats.cached_output_tokens = totals.cached_completion_tokens;
-      Status cs = gen_cache->Close();
-      if (!cs.ok()) LOG_WARN(cs.message());
-      const cache::CacheCounters& cc = gen_cache->counters();
-      double cache_s = static_cast<double>(cc.busy_us) / 1e6 + generator->CacheKeySeconds();
-      LOG_INFO("Generation cache: " << totals.cached_generations.load() << " of " << totals.generations.load()
-                                    << " generations answered from " << config.execution.cache_dir << " ("
-                                    << cc.inserts.load() << " stored, " << FormatDouble(RoundTo(cache_s, 4))
-                                    << " s spent on the cache)");
-    }
-    const engine::EngineCounters counters = generator->Counters();
-    stats.prompt_tokens_reused = counters.prompt_tokens_reused;
-    if (counters.images_encoded + counters.images_reused > 0) {
-      stats.images_encoded = counters.images_encoded;
-      stats.images_reused = counters.images_reused;
-    }
-  }
-  auto inf = stats.InferenceRuntime();
-  if (inf && *inf > 0) stats.throughput_rows_per_sec = RoundTo(static_cast<double>(stats.rows_processed) / *inf, 2);
-  Status m = state.MarkSuccess(stats.ToValue(), report.rows_failed);
-  timeline.End(m.ok() ? "success" : "failed", m.ok() ? "" : m.message());
-  if (!m.ok()) return m.WithContext("cannot mark the shard successful");
-  LOG_INFO("Shard " << opt.shard_id << " done: " << report.rows_written << " rows written, " << report.rows_failed
-                    << " failed, " << FormatDouble(*stats.runtime_seconds) << " s");
-  return report;
+  if (Status s = run.ReportFailures(); !s.ok()) return run.Fail(s);
+  if (Status s = run.RecordSuccess(); !s.ok()) return s;
+  return run.report();
 }
 
 }  // namespace mmirage::pipeline

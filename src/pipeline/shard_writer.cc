@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "data/json.h"
+#include "pipeline/input_identity.h"
 #include "util/log.h"
 
 namespace mmirage::pipeline {
@@ -11,6 +12,9 @@ namespace {
 
 constexpr const char* kJournal = "journal.json";
 constexpr const char* kRecord = "_mmirage.json";
+constexpr const char* kIdentity = "identity.json";  // what the fingerprint was computed from, written once
+constexpr uint64_t kFnvOffset = 1469598103934665603ull;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
 
 std::string Hex(uint64_t x) {
   char buf[17];
@@ -19,41 +23,72 @@ std::string Hex(uint64_t x) {
 }
 
 int64_t GetInt(const Value& v, const char* key) {
-  const Value* x = v.Find(key);
+  const Value* x = v.is_object() ? v.Find(key) : nullptr;
   return x != nullptr && x->is_int() ? x->as_int() : -1;
+}
+
+std::string GetString(const Value& v, const char* key) {
+  const Value* x = v.is_object() ? v.Find(key) : nullptr;
+  return x != nullptr && x->is_string() ? x->as_string() : "";
 }
 
 bool IsSplitMap(const std::vector<std::string>& splits) { return !(splits.size() == 1 && splits[0].empty()); }
 
-// Why a journal cannot be resumed from ("" when it can): every count and offset must be a non-negative integer
-// and every offset within its file, so that resuming only ever truncates (never extends a file with NUL bytes,
-// never fails on every attempt).
-std::string JournalProblem(Env* env, const Value& journal, const std::vector<std::string>& split_dirs,
-                           const std::string& work_dir) {
-  const Value::Array& splits = journal.Find("splits")->as_array();
-  auto offset_ok = [&](const std::string& path, int64_t offset, bool may_be_absent) -> std::string {
-    if (offset < 0) return path + ": offset missing or negative";
-    auto size = env->GetFileSize(path);
-    if (!size.ok()) return may_be_absent && offset == 0 ? "" : path + ": missing";
-    if (static_cast<uint64_t>(offset) > *size) {
-      return path + ": shorter (" + std::to_string(*size) + " bytes) than committed (" + std::to_string(offset) + ")";
-    }
-    return "";
-  };
-  for (size_t i = 0; i < split_dirs.size(); ++i) {
-    const Value& js = splits[i];
-    if (!js.is_object() || GetInt(js, "rows_done") < 0 || GetInt(js, "rows_written") < 0) return "bad split counts";
-    if (auto p = offset_ok(JoinPath(split_dirs[i], "data.jsonl"), GetInt(js, "data_bytes"), false); !p.empty()) {
-      return p;
-    }
+// The check of a file's last committed block: hash of the last min(kCheckBytes, size) bytes of `tail`.
+std::string TailCheck(const std::string& tail) {
+  size_t n = std::min<size_t>(tail.size(), ShardWriter::kCheckBytes);
+  uint64_t h = kFnvOffset;
+  for (size_t i = tail.size() - n; i < tail.size(); ++i) h = (h ^ static_cast<unsigned char>(tail[i])) * kFnvPrime;
+  return Hex(h);
+}
+
+// Why `path` cannot be resumed at `offset` with check `check` ("" when it can; then *tail holds the bytes the
+// check covers). An absent file is fine for offset 0 when `may_be_absent`.
+std::string FileProblem(Env* env, const std::string& path, int64_t offset, const std::string& check,
+                        bool may_be_absent, std::string* tail) {
+  tail->clear();
+  if (offset < 0) return path + ": committed offset missing, negative or not an integer";
+  auto size = env->GetFileSize(path);
+  if (!size.ok()) return may_be_absent && offset == 0 ? "" : path + ": missing";
+  if (static_cast<uint64_t>(offset) > *size) {
+    return path + ": shorter (" + std::to_string(*size) + " bytes) than committed (" + std::to_string(offset) + ")";
   }
-  if (GetInt(journal, "rows_failed") < 0) return "bad rows_failed";
-  if (auto p = offset_ok(JoinPath(work_dir, "errors.jsonl"), GetInt(journal, "errors_bytes"), false); !p.empty()) {
-    return p;
+  uint64_t n = std::min<uint64_t>(static_cast<uint64_t>(offset), ShardWriter::kCheckBytes);
+  auto file = env->NewSequentialFile(path);
+  if (!file.ok()) return path + ": unreadable (" + file.status().message() + ")";
+  if (!(*file)->Skip(static_cast<uint64_t>(offset) - n).ok()) return path + ": unreadable";
+  tail->resize(n);
+  size_t got = 0;
+  while (got < n) {
+    auto k = (*file)->Read(n - got, tail->data() + got);
+    if (!k.ok() || *k == 0) return path + ": unreadable before the committed offset";
+    got += *k;
   }
-  int64_t usage = std::max<int64_t>(0, GetInt(journal, "usage_bytes"));
-  if (auto p = offset_ok(JoinPath(work_dir, "usage.jsonl"), usage, true); !p.empty()) return p;
+  if (TailCheck(*tail) != check) {
+    return path + ": the last committed block (" + std::to_string(n) + " bytes before offset " +
+           std::to_string(offset) + ") does not match its checksum";
+  }
   return "";
+}
+
+// Removes the journal from the shard directory `dir`, and the journaled data.jsonl from each of its tables (the
+// directory or a split's) that holds hf or parquet files; syncs what changed.
+Status RemoveJournal(Env* env, const std::string& dir) {
+  std::vector<std::string> tables = {dir};
+  MMIRAGE_ASSIGN_OR_RETURN(std::vector<std::string> children, env->GetChildren(dir));
+  for (const auto& c : children)
+    if (env->IsDirectory(JoinPath(dir, c))) tables.push_back(JoinPath(dir, c));
+  for (const auto& t : tables) {
+    std::string jsonl = JoinPath(t, "data.jsonl");
+    if ((env->IsRegularFile(JoinPath(t, "state.json")) || env->IsRegularFile(JoinPath(t, "data.parquet"))) &&
+        env->FileExists(jsonl)) {
+      MMIRAGE_TRY(env->RemoveFile(jsonl));
+      if (t != dir) MMIRAGE_TRY(env->SyncDir(t));
+    }
+  }
+  if (env->FileExists(JoinPath(dir, kIdentity))) MMIRAGE_TRY(env->RemoveFile(JoinPath(dir, kIdentity)));  // in _mmirage.json
+  if (env->FileExists(JoinPath(dir, kJournal))) MMIRAGE_TRY(env->RemoveFile(JoinPath(dir, kJournal)));
+  return env->SyncDir(dir);
 }
 
 }  // namespace
@@ -69,6 +104,7 @@ std::optional<CompletedShard> ReadCompletedShard(Env* env, const std::string& ou
   c.fingerprint = std::strtoull(fp->as_string().c_str(), nullptr, 16);
   c.rows_written = GetInt(*v, "rows_written");
   c.rows_failed = GetInt(*v, "rows_failed");
+  if (const Value* id = v->Find("identity")) c.identity = *id;
   if (c.rows_written < 0 || c.rows_failed < 0) return std::nullopt;
   return c;
 }
@@ -85,7 +121,7 @@ ShardWriter::~ShardWriter() {
 
 Result<std::unique_ptr<ShardWriter>> ShardWriter::Open(Env* env, const ShardWriterOptions& options) {
   std::unique_ptr<ShardWriter> w(new ShardWriter(env, options));
-  MMIRAGE_TRY(env->CreateDirs(options.output_dir));
+  MMIRAGE_TRY(CreateDirsDurably(env, options.output_dir));
   auto lock = env->LockFile(JoinPath(options.output_dir, ".shard_" + std::to_string(options.shard_id) + ".lock"));
   if (!lock.ok()) {
     return lock.status().WithContext("shard " + std::to_string(options.shard_id) +
@@ -94,6 +130,51 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Open(Env* env, const ShardWrit
   w->lock_ = std::move(*lock);
   MMIRAGE_TRY(w->Start());
   return w;
+}
+
+Status ShardWriter::TidyPublished(Env* env, const std::string& output_dir, int64_t shard_id) {
+  const std::string dir = JoinPath(output_dir, "shard_" + std::to_string(shard_id));
+  if (!env->FileExists(JoinPath(dir, kJournal))) return Status::OK();
+  auto lock = env->LockFile(JoinPath(output_dir, ".shard_" + std::to_string(shard_id) + ".lock"));
+  if (!lock.ok()) return lock.status();
+  return RemoveJournal(env, dir);
+}
+
+std::string ShardWriter::JournalProblem(const Value& journal) {
+  const Value* sp = journal.Find("splits");
+  if (sp == nullptr || !sp->is_array() || sp->size() != splits_.size()) return "its splits do not match the config";
+  int64_t rows_done = 0;
+  for (size_t i = 0; i < splits_.size(); ++i) {
+    const Value& js = sp->as_array()[i];
+    Split& s = splits_[i];
+    int64_t done = GetInt(js, "rows_done"), written = GetInt(js, "rows_written"), bytes = GetInt(js, "data_bytes");
+    std::string what = s.name.empty() ? "" : " of split '" + s.name + "'";
+    if (!js.is_object() || GetString(js, "name") != s.name) return "split " + std::to_string(i) + " is not '" + s.name + "'";
+    if (done < 0 || written < 0) return "row counts" + what + " missing, negative or not integers";
+    if (bytes < 0) {
+      return JoinPath(s.dir, "data.jsonl") + ": committed offset missing, negative or not an integer";
+    }
+    // Each row is at least "{}\n": more rows than bytes, or than rows handled, cannot be.
+    if (written > done || written > bytes || (written == 0) != (bytes == 0)) {
+      return "row counts" + what + " out of range (rows_done " + std::to_string(done) + ", rows_written " +
+             std::to_string(written) + ", data_bytes " + std::to_string(bytes) + ")";
+    }
+    if (i < options_.split_rows.size() && static_cast<uint64_t>(done) > options_.split_rows[i]) {
+      return "rows_done" + what + " (" + std::to_string(done) + ") beyond the shard's " +
+             std::to_string(options_.split_rows[i]) + " rows";
+    }
+    rows_done += done;
+    std::string p = FileProblem(env_, JoinPath(s.dir, "data.jsonl"), bytes, GetString(js, "data_check"), false,
+                                &s.data_tail);
+    if (!p.empty()) return p;
+  }
+  int64_t failed = GetInt(journal, "rows_failed");
+  if (failed < 0 || failed > rows_done) return "rows_failed out of range (" + std::to_string(failed) + ")";
+  std::string p = FileProblem(env_, JoinPath(work_dir_, "errors.jsonl"), GetInt(journal, "errors_bytes"),
+                              GetString(journal, "errors_check"), false, &errors_tail_);
+  if (!p.empty()) return p;
+  return FileProblem(env_, JoinPath(work_dir_, "usage.jsonl"), GetInt(journal, "usage_bytes"),
+                     GetString(journal, "usage_check"), true, &usage_tail_);
 }
 
 // Resumes the work directory when its journal matches, else starts it afresh.
@@ -105,73 +186,103 @@ Status ShardWriter::Start() {
     sp.dir = split_map ? JoinPath(work_dir_, s) : work_dir_;
     splits_.push_back(std::move(sp));
   }
-  auto journal_text = env_->ReadFileToString(JoinPath(work_dir_, kJournal));
+  const std::string journal_path = JoinPath(work_dir_, kJournal);
+  const std::string who = "shard " + std::to_string(options_.shard_id) + " of " + options_.output_dir + ": ";
   std::optional<Value> journal;
-  if (journal_text.ok()) {
-    auto v = ParseJson(*journal_text);
-    const Value* fp = v.ok() ? v->Find("fingerprint") : nullptr;
-    const Value* sp = v.ok() ? v->Find("splits") : nullptr;
-    if (fp && fp->is_string() && fp->as_string() != Hex(options_.fingerprint)) {
-      LOG_WARN("shard " << options_.shard_id << ": the config or its input files changed since the partial output "
-                        << "in " << work_dir_ << " was written; restarting the shard from scratch");
-    }
-    if (fp && fp->is_string() && fp->as_string() == Hex(options_.fingerprint) && sp && sp->is_array() &&
-        sp->size() == splits_.size()) {
-      std::vector<std::string> dirs;
-      for (const auto& s : splits_) dirs.push_back(s.dir);
-      std::string problem = JournalProblem(env_, *v, dirs, work_dir_);
-      if (problem.empty()) {
-        journal = *v;
-      } else {
-        LOG_WARN("shard " << options_.shard_id << ": the journal does not match its files (" << problem
-                          << "); restarting the shard from scratch");
+  if (env_->FileExists(journal_path)) {
+    auto text = env_->ReadFileToString(journal_path);
+    auto v = text.ok() ? ParseJson(*text) : Result<Value>(text.status());
+    const Value* fp = v.ok() && v->is_object() ? v->Find("fingerprint") : nullptr;
+    if (fp == nullptr || !fp->is_string()) {
+      LOG_WARN(who << "the journal " << journal_path << " is unreadable ("
+                   << (!text.ok() ? text.status().message()
+                       : !v.ok()  ? "not JSON: " + v.status().message()
+                                  : std::string("no fingerprint"))
+                   << "); the partial output is discarded and the shard restarts from scratch");
+    } else if (fp->as_string() != Hex(options_.fingerprint)) {
+      Value old_id;
+      if (auto t = env_->ReadFileToString(JoinPath(work_dir_, kIdentity)); t.ok()) {
+        if (auto parsed = ParseJson(*t); parsed.ok()) old_id = std::move(*parsed);
       }
+      std::string why = options_.identity.is_object() ? DescribeIdentityChange(old_id, options_.identity)
+                                                      : "the config or its input files changed";
+      LOG_WARN(who << why << " since the partial output in " << work_dir_
+                   << " was written; it is discarded and the shard restarts from scratch");
+    } else if (std::string problem = JournalProblem(*v); !problem.empty()) {
+      LOG_WARN(who << "the journal " << journal_path << " does not match its files (" << problem
+                   << "); the partial output is discarded and the shard restarts from scratch");
+    } else {
+      journal = std::move(*v);
     }
   }
-  if (journal) {
-    // Truncate every file to its committed size: bytes written after the last commit are not trusted.
-    for (size_t i = 0; i < splits_.size(); ++i) {
-      const Value& js = journal->Find("splits")->as_array()[i];
-      Split& s = splits_[i];
-      s.rows_done = static_cast<uint64_t>(GetInt(js, "rows_done"));
-      s.data_bytes = static_cast<uint64_t>(GetInt(js, "data_bytes"));
-      s.rows_written = GetInt(js, "rows_written");
-      rows_written_ += s.rows_written;
-      MMIRAGE_TRY(env_->TruncateFile(JoinPath(s.dir, "data.jsonl"), s.data_bytes));
-    }
-    errors_bytes_ = static_cast<uint64_t>(GetInt(*journal, "errors_bytes"));
-    rows_failed_ = GetInt(*journal, "rows_failed");
-    MMIRAGE_TRY(env_->TruncateFile(JoinPath(work_dir_, "errors.jsonl"), errors_bytes_));
-    usage_bytes_ = static_cast<uint64_t>(std::max<int64_t>(0, GetInt(*journal, "usage_bytes")));
-    if (env_->FileExists(JoinPath(work_dir_, "usage.jsonl")))
-      MMIRAGE_TRY(env_->TruncateFile(JoinPath(work_dir_, "usage.jsonl"), usage_bytes_));
-    resumed_ = true;
-  } else {
-    MMIRAGE_TRY(env_->RemoveAll(work_dir_));
-    MMIRAGE_TRY(env_->CreateDirs(work_dir_));
-    for (const auto& s : splits_) MMIRAGE_TRY(env_->CreateDirs(s.dir));
-    if (split_map) {
-      Value names = Value::EmptyArray();
-      for (const auto& s : splits_) names.Push(s.name);
-      Value dd = Value::EmptyObject();
-      dd.Set("splits", names);
-      MMIRAGE_TRY(WriteFileAtomically(env_, JoinPath(work_dir_, "dataset_dict.json"), ToJson(dd) + "\n"));
-    }
+  if (!journal) return StartFresh();
+  // Truncate every file to its committed size: bytes written after the last commit are not trusted.
+  for (size_t i = 0; i < splits_.size(); ++i) {
+    const Value& js = journal->Find("splits")->as_array()[i];
+    Split& s = splits_[i];
+    s.rows_done = static_cast<uint64_t>(GetInt(js, "rows_done"));
+    s.data_bytes = static_cast<uint64_t>(GetInt(js, "data_bytes"));
+    s.rows_written = GetInt(js, "rows_written");
+    rows_written_ += s.rows_written;
+    MMIRAGE_TRY(env_->TruncateFile(JoinPath(s.dir, "data.jsonl"), s.data_bytes));
+  }
+  errors_bytes_ = static_cast<uint64_t>(GetInt(*journal, "errors_bytes"));
+  rows_failed_ = GetInt(*journal, "rows_failed");
+  MMIRAGE_TRY(env_->TruncateFile(JoinPath(work_dir_, "errors.jsonl"), errors_bytes_));
+  usage_bytes_ = static_cast<uint64_t>(GetInt(*journal, "usage_bytes"));
+  if (env_->FileExists(JoinPath(work_dir_, "usage.jsonl")))
+    MMIRAGE_TRY(env_->TruncateFile(JoinPath(work_dir_, "usage.jsonl"), usage_bytes_));
+  resumed_ = true;
+  for (auto& s : splits_) {
+    MMIRAGE_ASSIGN_OR_RETURN(s.file, env_->NewWritableFile(JoinPath(s.dir, "data.jsonl"), /*append=*/true));
+  }
+  MMIRAGE_ASSIGN_OR_RETURN(errors_, env_->NewWritableFile(JoinPath(work_dir_, "errors.jsonl"), /*append=*/true));
+  return Status::OK();
+}
+
+Status ShardWriter::StartFresh() {
+  for (auto& s : splits_) s.data_tail.clear();
+  errors_tail_.clear();
+  usage_tail_.clear();
+  MMIRAGE_TRY(env_->RemoveAll(work_dir_));
+  MMIRAGE_TRY(env_->CreateDirs(work_dir_));
+  for (const auto& s : splits_) MMIRAGE_TRY(env_->CreateDirs(s.dir));
+  if (IsSplitMap(options_.splits)) {
+    Value names = Value::EmptyArray();
+    for (const auto& s : splits_) names.Push(s.name);
+    Value dd = Value::EmptyObject();
+    dd.Set("splits", names);
+    MMIRAGE_TRY(WriteFileAtomically(env_, JoinPath(work_dir_, "dataset_dict.json"), ToJson(dd) + "\n"));
   }
   for (auto& s : splits_) {
-    MMIRAGE_ASSIGN_OR_RETURN(s.file, env_->NewWritableFile(JoinPath(s.dir, "data.jsonl"), /*append=*/resumed_));
+    MMIRAGE_ASSIGN_OR_RETURN(s.file, env_->NewWritableFile(JoinPath(s.dir, "data.jsonl")));
+    MMIRAGE_TRY(s.file->Sync());  // the journal below names it: it must exist after a crash
   }
-  MMIRAGE_ASSIGN_OR_RETURN(errors_, env_->NewWritableFile(JoinPath(work_dir_, "errors.jsonl"), resumed_));
-  if (!resumed_) MMIRAGE_TRY(WriteJournal());  // a fresh work dir is resumable (from row 0) at once
-  return Status::OK();
+  MMIRAGE_ASSIGN_OR_RETURN(errors_, env_->NewWritableFile(JoinPath(work_dir_, "errors.jsonl")));
+  MMIRAGE_TRY(errors_->Sync());
+  if (!options_.identity.is_null()) {
+    MMIRAGE_TRY(WriteFileAtomically(env_, JoinPath(work_dir_, kIdentity), ToJson(options_.identity) + "\n"));
+  }
+  for (const auto& s : splits_)
+    if (s.dir != work_dir_) MMIRAGE_TRY(env_->SyncDir(s.dir));
+  MMIRAGE_TRY(env_->SyncDir(work_dir_));
+  MMIRAGE_TRY(env_->SyncDir(options_.output_dir));
+  return WriteJournal();  // a fresh work dir is resumable (from row 0) at once
+}
+
+Status ShardWriter::Append(WritableFile* file, std::string* tail, uint64_t* bytes, std::string_view data) {
+  status_ = file->Append(data);
+  if (!status_.ok()) return status_;
+  *bytes += data.size();
+  tail->append(data);
+  if (tail->size() > 2 * kCheckBytes) tail->erase(0, tail->size() - kCheckBytes);
+  return status_;
 }
 
 Status ShardWriter::AddSerialized(size_t split_index, std::string_view lines, int64_t rows) {
   if (!status_.ok()) return status_;
   Split& s = splits_[split_index];
-  status_ = s.file->Append(lines);
-  if (status_.ok()) {
-    s.data_bytes += lines.size();
+  if (Append(s.file.get(), &s.data_tail, &s.data_bytes, lines).ok()) {
     s.rows_written += rows;
     rows_written_ += rows;
   }
@@ -185,9 +296,7 @@ Status ShardWriter::AddUsage(std::string_view lines) {
     if (!f.ok()) return status_ = f.status();
     usage_ = std::move(*f);
   }
-  status_ = usage_->Append(lines);
-  if (status_.ok()) usage_bytes_ += lines.size();
-  return status_;
+  return Append(usage_.get(), &usage_tail_, &usage_bytes_, lines);
 }
 
 Status ShardWriter::AddError(size_t split_index, uint64_t row_index, const std::string& source,
@@ -202,11 +311,7 @@ Status ShardWriter::AddError(size_t split_index, uint64_t row_index, const std::
   line_.clear();
   AppendJson(e, &line_);
   line_.push_back('\n');
-  status_ = errors_->Append(line_);
-  if (status_.ok()) {
-    errors_bytes_ += line_.size();
-    ++rows_failed_;
-  }
+  if (Append(errors_.get(), &errors_tail_, &errors_bytes_, line_).ok()) ++rows_failed_;
   return status_;
 }
 
@@ -230,9 +335,7 @@ Status ShardWriter::AddWarningLine(std::string_view line) {
   if (!status_.ok()) return status_;
   std::string l(line);
   if (l.empty() || l.back() != '\n') l.push_back('\n');
-  status_ = errors_->Append(l);
-  if (status_.ok()) errors_bytes_ += l.size();
-  return status_;
+  return Append(errors_.get(), &errors_tail_, &errors_bytes_, l);
 }
 
 Status ShardWriter::WriteJournal() {
@@ -242,14 +345,18 @@ Status ShardWriter::WriteJournal() {
     js.Set("name", s.name);
     js.Set("rows_done", static_cast<int64_t>(s.rows_done));
     js.Set("data_bytes", static_cast<int64_t>(s.data_bytes));
+    js.Set("data_check", TailCheck(s.data_tail));
     js.Set("rows_written", s.rows_written);
     splits.Push(js);
   }
   Value j = Value::EmptyObject();
+  j.Set("format_version", kShardFormatVersion);
   j.Set("fingerprint", Hex(options_.fingerprint));
   j.Set("splits", splits);
   j.Set("errors_bytes", static_cast<int64_t>(errors_bytes_));
+  j.Set("errors_check", TailCheck(errors_tail_));
   j.Set("usage_bytes", static_cast<int64_t>(usage_bytes_));
+  j.Set("usage_check", TailCheck(usage_tail_));
   j.Set("rows_failed", rows_failed_);
   return WriteFileAtomically(env_, JoinPath(work_dir_, kJournal), ToJson(j) + "\n");
 }
@@ -267,6 +374,11 @@ Status ShardWriter::Commit() {
   return status_;
 }
 
+// Durability order (LevelDB-style): everything in the work directory is durable (files and directories synced,
+// journal still present) before it is swapped in; the parent directory is synced after the swap and before the
+// previous shard (now in the work directory) is deleted; the journal goes only once the new shard is published.
+// A crash at any point leaves either a resumable work directory or a published shard (whose leftover journal
+// TidyPublished removes).
 Status ShardWriter::Finish() {
   if (status_.ok()) status_ = Commit();
   for (auto& s : splits_) {
@@ -293,44 +405,48 @@ Status ShardWriter::Finish() {
     rec.Set("fingerprint", Hex(options_.fingerprint));
     rec.Set("rows_written", rows_written_);
     rec.Set("rows_failed", rows_failed_);
+    if (!options_.identity.is_null()) rec.Set("identity", options_.identity);
     status_ = WriteFileAtomically(env_, JoinPath(work_dir_, kRecord), ToJson(rec) + "\n");
-  }
-  if (status_.ok()) status_ = env_->RemoveFile(JoinPath(work_dir_, kJournal));
-  // The journaled JSONL goes once the journal does (a crash before this resumes; after it, starts afresh).
-  if (options_.output_format != OutputFormat::kJsonl) {
-    for (const auto& s : splits_)
-      if (status_.ok()) status_ = env_->RemoveFile(JoinPath(s.dir, "data.jsonl"));
   }
   if (status_.ok()) {
     for (const auto& s : splits_)
       if (status_.ok() && s.dir != work_dir_) status_ = env_->SyncDir(s.dir);
   }
   if (status_.ok()) status_ = env_->SyncDir(work_dir_);
-  if (status_.ok()) {
-    if (env_->FileExists(final_dir_)) {
-      Status ex = env_->ExchangeFiles(work_dir_, final_dir_);
-      if (ex.ok()) {
-        status_ = env_->RemoveAll(work_dir_);  // now holds the previous content
-      } else if (ex.IsUnavailable()) {
-        // No atomic exchange on this file system: move the old one aside first (brief window without a shard).
-        std::string old = work_dir_ + ".old";
-        status_ = env_->RenameFile(final_dir_, old);
-        if (status_.ok()) status_ = env_->RenameFile(work_dir_, final_dir_);
-        if (status_.ok()) status_ = env_->RemoveAll(old);
-      } else {
-        status_ = ex;
-      }
-    } else {
-      status_ = env_->RenameFile(work_dir_, final_dir_);
-    }
-  }
-  if (status_.ok()) status_ = env_->SyncDir(Dirname(final_dir_));
+  if (status_.ok()) status_ = Publish();
+  // Published: the journal (and the journaled JSONL of hf/parquet) go from the published directory.
+  if (status_.ok()) status_ = RemoveJournal(env_, final_dir_);
   splits_.clear();
   errors_.reset();
   usage_.reset();
   closed_ = true;
   lock_.reset();
   return status_;
+}
+
+Status ShardWriter::Publish() {
+  const std::string parent = Dirname(final_dir_);
+  // A leftover of an earlier crash in the fallback below: the shard it held was superseded.
+  const std::string old = work_dir_ + ".old";
+  if (env_->FileExists(old)) MMIRAGE_TRY(env_->RemoveAll(old));
+  if (!env_->FileExists(final_dir_)) {
+    MMIRAGE_TRY(env_->RenameFile(work_dir_, final_dir_));
+    return env_->SyncDir(parent);
+  }
+  Status ex = env_->ExchangeFiles(work_dir_, final_dir_);
+  if (ex.ok()) {
+    MMIRAGE_TRY(env_->SyncDir(parent));    // the exchange is durable before the previous shard goes
+    MMIRAGE_TRY(env_->RemoveAll(work_dir_));  // now holds the previous content
+    return env_->SyncDir(parent);
+  }
+  if (!ex.IsUnavailable()) return ex;
+  // No atomic exchange on this file system: move the old one aside first (brief window without a shard; a crash
+  // there leaves the new shard resumable in the work directory and the old one in `.old`, removed above).
+  MMIRAGE_TRY(env_->RenameFile(final_dir_, old));
+  MMIRAGE_TRY(env_->RenameFile(work_dir_, final_dir_));
+  MMIRAGE_TRY(env_->SyncDir(parent));
+  MMIRAGE_TRY(env_->RemoveAll(old));
+  return env_->SyncDir(parent);
 }
 
 void ShardWriter::Abandon() {

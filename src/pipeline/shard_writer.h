@@ -3,13 +3,14 @@
 //
 // Work directory: `<output_dir>/shard_<id>.tmp.partial/` with `data.jsonl` (or `<split>/data.jsonl` per split, plus
 // `dataset_dict.json`), `errors.jsonl`, `usage.jsonl` (per-row tokens, model outputs only) and `journal.json`. Commit() fsyncs the files and then replaces the journal
-// (counts and byte offsets of everything committed). Open() on a work directory whose journal has the same
-// fingerprint truncates the files to the committed offsets and resumes: resume_rows() tells the caller how many
+// (counts, byte offsets and a checksum of the last block of everything committed). Open() on a work directory whose
+// journal has the same fingerprint and matches its files truncates the files to the committed offsets and resumes: resume_rows() tells the caller how many
 // input rows of each split are already handled (written or recorded as failed), so a crash — kill -9 included —
 // loses at most the rows since the last commit. Finish() commits, converts each split's data.jsonl to the output format
 // (hf: data-00000-of-00001.arrow + state.json + dataset_info.json; parquet: data.parquet), writes `_mmirage.json` (fingerprint, counts) and
 // swaps the directory into `<output_dir>/shard_<id>` with one atomic exchange (renameat2), so a reader sees the old
-// complete shard or the new complete shard, never a partial one. An exclusive lock (`.shard_<id>.lock`, hidden) keeps two
+// complete shard or the new complete shard, never a partial one; the parent is synced before the old shard is
+// deleted, and the journal is removed only once the new shard is published. An exclusive lock (`.shard_<id>.lock`, hidden) keeps two
 // processes off the same shard. Readers (merge) ignore `*.tmp.*`. Not thread-safe: one writer thread.
 #pragma once
 
@@ -32,6 +33,11 @@ struct ShardWriterOptions {
   int64_t shard_id = 0;
   std::vector<std::string> splits;  // split names ("" alone for a single table)
   uint64_t fingerprint = 0;         // identifies config + shard: a journal of another fingerprint is discarded
+  // What the fingerprint was computed from (pipeline/input_identity.h), kept in the journal and _mmirage.json so
+  // that a later mismatch can say what changed; null when the caller has none.
+  Value identity;
+  // Input rows of each split this shard covers (UINT64_MAX or absent: unknown): a journal claiming more is corrupt.
+  std::vector<uint64_t> split_rows;
   // What Finish() publishes. The journal is JSONL whatever the format (bytes tagged, data/tagged_json.h, for
   // hf/parquet); hf and parquet are converted from it when the shard is published (data/hf_writer.h), so resume
   // works the same for every format.
@@ -43,6 +49,7 @@ struct CompletedShard {
   uint64_t fingerprint = 0;
   int64_t rows_written = 0;
   int64_t rows_failed = 0;
+  Value identity;  // null when the record predates identities
 };
 
 // The published `<output_dir>/shard_<id>`'s record, or nullopt when there is none (or it predates this format).
@@ -50,6 +57,20 @@ std::optional<CompletedShard> ReadCompletedShard(Env* env, const std::string& ou
 
 class ShardWriter {
  public:
+  // Journal format (journal.json, docs/state_format.md; the identity is in identity.json, written once): {"format_version", "fingerprint", "splits":
+  // [{"name", "rows_done", "data_bytes", "data_check", "rows_written"}], "errors_bytes", "errors_check",
+  // "usage_bytes", "usage_check", "rows_failed"}. A `*_check` is the hash (16 hex) of the last
+  // min(kCheckBytes, offset) bytes before the committed offset. Open() resumes only when every offset is within
+  // its file and every check matches; otherwise (or for an unreadable journal, out-of-range numbers, a missing
+  // file) it warns naming the file and what was wrong and starts the shard from scratch — it never extends a file
+  // and never fails because of what it found.
+  static constexpr uint64_t kCheckBytes = 4096;
+
+  // After a crash between publishing and removing the journal, the published shard still holds journal.json (and,
+  // for hf/parquet, the journaled data.jsonl): removes them. Takes the shard's lock; kUnavailable when another
+  // process holds it.
+  static Status TidyPublished(Env* env, const std::string& output_dir, int64_t shard_id);
+
   // Errors: kUnavailable when another process holds the shard's lock; I/O errors.
   static Result<std::unique_ptr<ShardWriter>> Open(Env* env, const ShardWriterOptions& options);
   ~ShardWriter();  // like Abandon() when neither Finish, Abandon nor Discard was called
@@ -95,11 +116,17 @@ class ShardWriter {
     std::unique_ptr<WritableFile> file;
     uint64_t rows_done = 0;              // input rows handled
     uint64_t data_bytes = 0;             // bytes appended to data.jsonl
+    std::string data_tail;               // its last bytes (at least min(kCheckBytes, data_bytes))
     int64_t rows_written = 0;
   };
   ShardWriter(Env* env, const ShardWriterOptions& options);
   Status Start();
+  // Why the parsed journal cannot be resumed from ("" when it can); fills the tails on success.
+  std::string JournalProblem(const Value& journal);
+  Status StartFresh();
+  Status Append(WritableFile* file, std::string* tail, uint64_t* bytes, std::string_view data);
   Status WriteJournal();
+  Status Publish();
 
   Env* env_;
   ShardWriterOptions options_;
@@ -109,8 +136,10 @@ class ShardWriter {
   std::vector<Split> splits_;
   std::unique_ptr<WritableFile> errors_;
   uint64_t errors_bytes_ = 0;
+  std::string errors_tail_;
   std::unique_ptr<WritableFile> usage_;
   uint64_t usage_bytes_ = 0;
+  std::string usage_tail_;
   std::string line_;  // reused serialisation buffer
   int64_t rows_written_ = 0;
   int64_t rows_failed_ = 0;

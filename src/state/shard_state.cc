@@ -194,7 +194,7 @@ Status ShardState::WriteRecord(const ShardRecord& r, const char* marker) {
 }
 
 Result<int64_t> ShardState::MarkRunning(const RunInfo& info) {
-  MMIRAGE_TRY(env_->CreateDirs(dir_));
+  MMIRAGE_TRY(CreateDirsDurably(env_, dir_));  // else a crash could lose the whole record, attempts.log included
   ShardRecord prev = Read();
   ShardRecord r;
   r.status = "running";

@@ -588,6 +588,12 @@ Result<std::vector<Val>> Iterate(const Val& holder) {
     }
     if (h.is_string()) {
       const std::string& s = h.as_string();
+      // One item per code point: a string near kMaxStringBytes would be hundreds of millions of items (fuzz_template:
+      // `…|join(…)|list` ran out of memory). Strings iterate under the list bound like anything else a render builds.
+      size_t cps = 0;
+      for (unsigned char c : s) cps += (c & 0xC0) != 0x80;
+      if (!ListFits(cps)) return ListTooLarge();
+      items.reserve(cps);
       size_t i = 0;
       while (i < s.size()) {
         size_t st = i;

@@ -150,7 +150,12 @@ class Parser {
       MMIRAGE_TRY(ParseMacro(s.get()));
     } else if (name == "filter") {
       s->kind = StmtKind::kFilterBlock;
+      int line = Cur().line;
       MMIRAGE_ASSIGN_OR_RETURN(ExprPtr chain, ParseFilterChain(nullptr));
+      // `{% filter %}` without a name (Jinja: "expected token 'name'").
+      if (chain == nullptr) {
+        return Status::InvalidArgument("line " + std::to_string(line) + ": expected a filter name after 'filter'");
+      }
       s->exprs.push_back(std::move(chain));
       MMIRAGE_TRY(ExpectBlockEnd());
       MMIRAGE_TRY(ParseBodyUntil({"endfilter"}, s.get()));

@@ -1,8 +1,10 @@
 #include "util/env.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <random>
+#include <vector>
 
 namespace mmirage {
 
@@ -24,6 +26,20 @@ std::atomic<uint64_t> temp_counter{0};
 
 }  // namespace
 
+Status SequentialFile::Skip(uint64_t n) {
+  char buf[1 << 14];
+  while (n > 0) {
+    MMIRAGE_ASSIGN_OR_RETURN(size_t got, Read(static_cast<size_t>(std::min<uint64_t>(n, sizeof buf)), buf));
+    if (got == 0) break;
+    n -= got;
+  }
+  return Status::OK();
+}
+
+Result<uint64_t> Env::GetFileModificationMicros(const std::string& path) {
+  return Status::Unavailable(path + ": modification time not available");
+}
+
 Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents, bool durable) {
   const std::string tmp = path + ".tmp." + ProcessNonce() + "." + std::to_string(++temp_counter);
   Status s;
@@ -39,6 +55,17 @@ Status WriteFileAtomically(Env* env, const std::string& path, std::string_view c
   if (s.ok() && durable) s = env->SyncDir(Dirname(path));
   if (!s.ok()) (void)env->RemoveFile(tmp);
   return s;
+}
+
+Status CreateDirsDurably(Env* env, const std::string& path) {
+  std::vector<std::string> missing;  // innermost first
+  for (std::string p = path; !p.empty() && p != "/" && p != "." && !env->IsDirectory(p); p = Dirname(p)) {
+    missing.push_back(p);
+  }
+  if (missing.empty()) return Status::OK();
+  MMIRAGE_TRY(env->CreateDirs(path));
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) MMIRAGE_TRY(env->SyncDir(Dirname(*it)));
+  return Status::OK();
 }
 
 std::string Dirname(const std::string& path) {

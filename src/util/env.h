@@ -37,6 +37,8 @@ class SequentialFile {
   SequentialFile& operator=(const SequentialFile&) = delete;
   virtual ~SequentialFile() = default;
   virtual Result<size_t> Read(size_t n, char* scratch) = 0;
+  // Skips n bytes (past the end: the next Read returns nothing). Default: reads and drops them.
+  virtual Status Skip(uint64_t n);
 };
 
 class Env {
@@ -65,6 +67,8 @@ class Env {
   // caller copies instead.
   virtual Status LinkFile(const std::string& from, const std::string& to) = 0;
   virtual Result<uint64_t> GetFileSize(const std::string& path) = 0;
+  // Last modification time, microseconds since the epoch. Default: kUnavailable (an Env without the notion).
+  virtual Result<uint64_t> GetFileModificationMicros(const std::string& path);
   virtual Status TruncateFile(const std::string& path, uint64_t size) = 0;
   virtual Result<std::string> ReadFileToString(const std::string& path) = 0;
   // Shell-style pattern (`*`, `?`, `[...]`, `**` not special) → matching paths, sorted. No match → empty.
@@ -96,6 +100,10 @@ class Env {
 // durable = false skips both syncs (still atomic, not durable): for advisory files (heartbeat, progress) that are
 // rewritten every few seconds and must not cost an fsync each on a shared file system.
 Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents, bool durable = true);
+
+// CreateDirs, then fsyncs the parent of every directory it created (outermost first), so that the new directories
+// survive a crash (a new directory's entry is durable only once its parent is synced).
+Status CreateDirsDurably(Env* env, const std::string& path);
 
 // Directory of a path ("." when none) and last component.
 std::string Dirname(const std::string& path);

@@ -89,6 +89,10 @@ class PosixSequentialFile final : public SequentialFile {
       return static_cast<size_t>(r);
     }
   }
+  Status Skip(uint64_t n) override {
+    if (::lseek(fd_, static_cast<off_t>(n), SEEK_CUR) < 0) return PosixError(path_, errno);
+    return Status::OK();
+  }
 
  private:
   std::string path_;
@@ -209,6 +213,11 @@ class PosixEnv final : public Env {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return PosixError(path, errno);
     return static_cast<uint64_t>(st.st_size);
+  }
+  Result<uint64_t> GetFileModificationMicros(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return PosixError(path, errno);
+    return static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000 + static_cast<uint64_t>(st.st_mtim.tv_nsec) / 1000;
   }
   Status TruncateFile(const std::string& path, uint64_t size) override {
     if (::truncate(path.c_str(), static_cast<off_t>(size)) != 0) return PosixError(path, errno);

@@ -205,8 +205,11 @@ void ExpectCleanFailure(const TempDir& d, const std::string& cfg, const std::str
   auto r = RunMmirage("run -q --config " + cfg);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
-  // The reason is on one line: the line naming the file says what is wrong.
-  size_t at = r.err.find(needle);
+  // The reason is on one line: the error line naming the file says what is wrong (a warning before it may name the
+  // file too, e.g. a resume discarded because the input changed).
+  size_t error_at = r.err.find("ERROR");
+  size_t at = error_at == std::string::npos ? std::string::npos : r.err.find(needle, r.err.rfind('\n', error_at) + 1);
+  EXPECT_NE(at, std::string::npos) << "no error line names " << needle << ": " << r.err;
   if (at != std::string::npos) {
     size_t bol = r.err.rfind('\n', at);
     size_t eol = r.err.find('\n', at);
