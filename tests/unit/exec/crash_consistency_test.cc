@@ -103,7 +103,11 @@ std::string Diff(const Tree& want, const Tree& got) {
 
 class CrashConsistencyTest : public ::testing::Test {
  protected:
-  void SetUp() override { Load(false); }
+  void SetUp() override {
+    saved_level_ = GetLogLevel();
+    Load(false);
+  }
+  void TearDown() override { SetLogLevel(saved_level_); }  // later tests in this binary read the log
   // Model-free rows (one batch, committed at once), or rows through a model output (streamed: many commits, usage).
   void Load(bool with_model) {
     with_model_ = with_model;
@@ -169,6 +173,7 @@ class CrashConsistencyTest : public ::testing::Test {
   config::Config config_;
   int64_t total_ = 0;
   bool with_model_ = false;
+  LogLevel saved_level_ = LogLevel::kInfo;
   // redo: every crashing run is a second run (it redoes the failed row and republishes over the first run's shards).
   // no_exchange: publishing falls back to rename-aside (a file system without RENAME_EXCHANGE).
   void CrashAtEverySyncPoint(bool redo = false, bool no_exchange = false);
