@@ -6,7 +6,7 @@
 
 #include "chat.h"
 #include "common.h"
-#include "data/json.h"
+#include "engine/llama_chat.h"
 #include "jinja/runtime.h"
 #include "llama.h"
 #include "util/env.h"
@@ -25,37 +25,9 @@ class LlamaTokenizer final : public PromptTokenizer {
       : model_(std::move(model)), templates_(std::move(templates)), vocab_(llama_model_get_vocab(model_.get())) {}
 
   Result<int64_t> CountPromptTokens(const Request& request) const override {
-    std::string text;
-    if (request.raw_prompt) {
-      text = request.prompt;
-    } else {
-      common_chat_templates_inputs inputs;
-      common_chat_msg message;
-      message.role = "user";
-      message.content = request.prompt;
-      inputs.messages.push_back(std::move(message));
-      inputs.add_generation_prompt = true;
-      inputs.use_jinja = true;
-      const Value& kwargs = request.chat_template_kwargs;
-      if (kwargs.is_object()) {
-        for (const auto& [key, value] : kwargs.as_object()) {
-          inputs.chat_template_kwargs[key] = ToJson(value);
-          if (key == "enable_thinking" && value.is_bool()) inputs.enable_thinking = value.as_bool();
-        }
-      }
-      try {
-        text = common_chat_templates_apply(templates_.get(), inputs).prompt;
-      } catch (const jinja::raised_exception& e) {
-        return Status::InvalidArgument(std::string("chat template raised an error: ") + e.what());
-      } catch (const jinja::rethrown_exception& e) {
-        return Status::InvalidArgument(std::string("chat template failed: ") + e.what());
-      } catch (const std::invalid_argument& e) {
-        return Status::InvalidArgument(std::string("chat template failed: ") + e.what());
-      } catch (const std::runtime_error& e) {
-        return Status::InvalidArgument(std::string("chat template failed: ") + e.what());
-      }
-    }
-    return static_cast<int64_t>(common_tokenize(vocab_, text, /*add_special=*/true, /*parse_special=*/true).size());
+    auto text = ApplyChatTemplate(templates_.get(), request);
+    if (!text.ok()) return text.status();
+    return static_cast<int64_t>(common_tokenize(vocab_, *text, /*add_special=*/true, /*parse_special=*/true).size());
   }
 
  private:
