@@ -43,6 +43,10 @@ struct BatchShardContext {
   // A request identical to an earlier one of the same stage (same cache key): never submitted, it shares that
   // one's answer (custom_id → the earlier custom_id). Resolved by LoadAnswers once the answers are in.
   std::unordered_map<std::string, std::string> aliases;
+  // What the shard's requests and output are made from: the resume identity of each dataset (input_identity.h),
+  // set by the lifecycle before any step; `fingerprint` is IdentityFingerprint(identity).
+  Value identity;
+  uint64_t fingerprint = 0;
   bool cache_active = false;  // the generation cache is consulted for this shard (pipeline/batch_cache.h)
   uint64_t start_us = 0;  // this call's start (runtime of the publication)
 

@@ -57,6 +57,7 @@ Status BatchJournal::Apply(const Value& e) {
   if (ev == "start") {
     const Value* f = e.Find("fingerprint");
     if (f && f->is_string()) fingerprint_ = std::strtoull(f->as_string().c_str(), nullptr, 10);
+    if (const Value* id = e.Find("identity")) identity_ = *id;
     journal_id_ = Str(e, "id");
   } else if (ev == "chunk") {
     JournalChunk c;

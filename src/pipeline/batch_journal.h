@@ -1,6 +1,8 @@
 // The journal of a batch_api shard: `<state_dir>/shard_<id>/batch/journal.jsonl`, one JSON event per line,
 // appended and fsynced before the shard moves on (format in docs/state_format.md):
-//   {"event":"start","fingerprint":…,"id":…}               the config the requests were made from; a random id
+//   {"event":"start","fingerprint":…,"identity":[…],"id":…} what the requests were made from (one resume identity
+//                                                           per dataset, pipeline/input_identity.h; absent in
+//                                                           journals written before it); a random id
 //   {"event":"chunk","name":"text-chunk-000001",…}          a chunk's requests are on disk (intent to submit)
 //   {"event":"submitted","name":…,"batch_id":…,"status":…}  the provider accepted it
 //   {"event":"receipt","name":…}                            its receipt line is written
@@ -64,6 +66,7 @@ class BatchJournal {
 
   const std::string& dir() const { return dir_; }
   std::optional<uint64_t> fingerprint() const { return fingerprint_; }
+  const Value& identity() const { return identity_; }  // null when the start event has none
   const std::string& journal_id() const { return journal_id_; }  // random, from the start event
   std::vector<JournalChunk>& chunks() { return chunks_; }
   JournalChunk* Find(const std::string& name);
@@ -80,6 +83,7 @@ class BatchJournal {
   Env* env_;
   std::string dir_;
   std::optional<uint64_t> fingerprint_;
+  Value identity_;
   std::string journal_id_;
   std::vector<JournalChunk> chunks_;
   std::set<int64_t> sealed_;

@@ -1,6 +1,7 @@
 #include "pipeline/batch_publish.h"
 
 #include "pipeline/batch_collect.h"
+#include "pipeline/input_identity.h"
 #include "pipeline/shard_writer.h"
 #include "stats/shard_stats.h"
 
@@ -16,8 +17,10 @@ Status PublishShard(BatchShardContext* ctx, BatchShardReport* report) {
   auto begin = [&](size_t d, const ShardPlan& plan) -> Status {
     std::vector<std::string> splits;
     for (const auto& part : plan.parts) splits.push_back(part.split);
+    const Value& identity = ctx->identity.as_array()[d];  // as the local runner publishes it (input_identity.h)
     ShardWriterOptions wo{ctx->config.loading.datasets[d].output_dir, ctx->shard_id(), splits,
-                          BatchDatasetFingerprint(ctx->config, d, ctx->shard_id())};
+                          IdentityFingerprint(identity)};
+    wo.identity = identity;
     wo.output_format = *ParseOutputFormat(ctx->config.loading.datasets[d].output_format);  // validated at load
     MMIRAGE_ASSIGN_OR_RETURN(writer, ShardWriter::Open(ctx->env, wo));
     if (writer->resumed()) {  // publishing is cheap to redo from the answers: start over

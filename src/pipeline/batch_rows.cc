@@ -40,15 +40,6 @@ std::string StripSpace(const std::string& s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
-uint64_t BatchDatasetFingerprint(const config::Config& config, size_t dataset_index, int64_t shard_id) {
-  uint64_t h = config.fingerprint;
-  for (uint64_t x : {static_cast<uint64_t>(dataset_index), static_cast<uint64_t>(shard_id),
-                     static_cast<uint64_t>(config.loading.num_shards)}) {
-    h = (h ^ x) * 1099511628211ull;
-  }
-  return h;
-}
-
 Result<ShardPlan> PlanShardDataset(Env* env, const config::DatasetConfig& dc, int64_t num_shards, int64_t shard_id) {
   ShardPlan plan;
   auto parts = ResolveDatasetParts(env, dc.path, dc.splits);

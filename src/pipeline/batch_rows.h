@@ -60,9 +60,6 @@ std::vector<std::string> RowImages(const config::Config& config, const RowCtx& c
 // Whether the row has an image (its requests are "multimodal", else "text").
 bool HasImages(const config::Config& config, const RowCtx& c);
 
-// The fingerprint of dataset `dataset_index`'s published shard.
-uint64_t BatchDatasetFingerprint(const config::Config& config, size_t dataset_index, int64_t shard_id);
-
 std::string Pad6(int64_t n);
 std::string RandomRunId();          // 6 random hex digits
 std::string UtcIsoNow(Env* env);    // ISO-8601 with microseconds and +00:00, as Python's isoformat()

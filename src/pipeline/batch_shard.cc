@@ -10,6 +10,7 @@
 #include "pipeline/batch_journal.h"
 #include "pipeline/batch_publish.h"
 #include "pipeline/batch_submit.h"
+#include "pipeline/input_identity.h"
 #include "state/shard_state.h"
 #include "util/log.h"
 #include "util/signals.h"
@@ -30,6 +31,26 @@ Status Validate(const BatchShardContext& ctx) {
   return Status::OK();
 }
 
+// What differs between the identity the journal's requests were made from and this run's, for an error message.
+std::string DescribeChange(const BatchJournal& journal, const BatchShardContext& ctx) {
+  const Value& before = journal.identity();
+  if (!before.is_array() || before.as_array().size() != ctx.identity.as_array().size()) return "config changed";
+  std::string out;
+  for (size_t d = 0; d < before.as_array().size(); ++d) {
+    const Value& b = before.as_array()[d];
+    const Value& n = ctx.identity.as_array()[d];
+    if (IdentityFingerprint(b) == IdentityFingerprint(n)) continue;
+    out += (out.empty() ? "" : "; ") + DescribeIdentityChange(b, n);
+  }
+  return out.empty() ? "config changed" : out;
+}
+
+// A journal written before identities were recorded holds the YAML text's hash: still resumed when that matches.
+bool SameIdentity(const BatchJournal& journal, const BatchShardContext& ctx) {
+  if (journal.identity().is_null()) return *journal.fingerprint() == ctx.config.fingerprint;
+  return *journal.fingerprint() == ctx.fingerprint;
+}
+
 }  // namespace
 
 Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
@@ -37,6 +58,11 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
   BatchSubmitter submitter(ctx);
   ctx->start_us = ctx->env->MonotonicMicros();
   MMIRAGE_TRY(Validate(*ctx));
+  ctx->identity = Value::EmptyArray();
+  for (size_t d = 0; d < ctx->config.loading.datasets.size(); ++d) {
+    ctx->identity.Push(DatasetIdentity(ctx->env, ctx->config, d, ctx->shard_id()));
+  }
+  ctx->fingerprint = IdentityFingerprint(ctx->identity);
   if (!ctx->options.export_prompts.empty()) {
     if (ctx->num_stages() > 1) {
       LOG_WARN("--export-prompts: outputs whose prompt reads another batch output are not exported (their "
@@ -52,17 +78,21 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
                                                                      ctx->options.retry_base_seconds));
   MMIRAGE_ASSIGN_OR_RETURN(ctx->journal, BatchJournal::Open(ctx->env, JoinPath(ctx->state.dir(), "batch")));
   bool fresh = !ctx->journal->fingerprint().has_value();
-  if (!fresh && *ctx->journal->fingerprint() != ctx->config.fingerprint) {
+  // Submitted requests are paid for: a change of config or input data is refused (never silently mixed, never
+  // silently thrown away), saying what changed and how to go on.
+  if (!fresh && !SameIdentity(*ctx->journal, *ctx)) {
+    const std::string what = DescribeChange(*ctx->journal, *ctx);
     if (ctx->state.Read().status == "success") {
       return Status::InvalidArgument(
-          "shard " + std::to_string(ctx->shard_id()) + " was published from another version of the config (journal " +
-          ctx->journal->dir() + "/journal.jsonl); run the edited config with another state_dir (with temperature 0 "
-          "or a seed, the generation cache answers every request that did not change), or remove that directory");
+          "shard " + std::to_string(ctx->shard_id()) + " was published from another version of the config or its "
+          "input data (" + what + "; journal " + ctx->journal->dir() + "/journal.jsonl); run the edited config with "
+          "another state_dir (with temperature 0 or a seed, the generation cache answers every request that did not "
+          "change), or remove that directory");
     }
-    return Status::InvalidArgument("the config changed since shard " + std::to_string(ctx->shard_id()) +
-                                   "'s batches were submitted (journal " + ctx->journal->dir() +
-                                   "/journal.jsonl); restore it (and collect), or remove that directory to start "
-                                   "over");
+    return Status::InvalidArgument("the config or its input data changed since shard " +
+                                   std::to_string(ctx->shard_id()) + "'s batches were submitted (" + what +
+                                   "; journal " + ctx->journal->dir() + "/journal.jsonl); restore them (and "
+                                   "collect), or remove that directory to start over");
   }
   auto fail = [&](const Status& s) -> Status {
     Status m = ctx->state.MarkFailed(s.message(), report.rows_failed);
@@ -104,7 +134,8 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
     MMIRAGE_TRY(ctx->state.MarkRunning(info).status());
     Value e = Value::EmptyObject();
     e.Set("event", "start");
-    e.Set("fingerprint", std::to_string(ctx->config.fingerprint));
+    e.Set("fingerprint", std::to_string(ctx->fingerprint));
+    e.Set("identity", ctx->identity);
     e.Set("id", RandomRunId() + RandomRunId());  // batch keys of this journal only, not of a removed one
     Status s = ctx->journal->Append(e);
     if (!s.ok()) return fail(s);

@@ -342,6 +342,42 @@ TEST(BatchApiLifecycleTest, KillDuringSubmissionAndCollectionLosesNothingAndSubm
   for (const auto& [id, n] : created) EXPECT_EQ(n, 1) << id;
 }
 
+TEST(BatchApiLifecycleTest, InputDataChangedBetweenSubmitAndCollectIsRefusedNamingTheFileUntilRestored) {
+  TempDir d;
+  WriteData(d, 12);
+  Provider prov = StartProvider(d, {"--polls", "2"});
+  WriteFile(d.Path("cfg.yaml"), LifecycleConfig(d, "openai", prov.port, "", 1));
+  const std::string env = "OPENAI_API_KEY=test-key";
+  auto r = Mm(env, "run --config " + d.Path("cfg.yaml"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto st = ParseJson(ReadFile(d.Path("state/shard_0/status.json")));
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(st->Find("status")->as_string(), "submitted");  // not waited for
+  ASSERT_EQ(RunCommand("cp -p " + d.Path("data.jsonl") + " " + d.Path("data.orig")).exit_code, 0);
+  // The answers would no longer belong to the rows: the collect refuses, names the file, publishes nothing.
+  WriteFile(d.Path("data.jsonl"), ReadFile(d.Path("data.orig")) + "{\"id\":12,\"text\":\"a new row\"}\n");
+  auto c = Mm(env, "collect --config " + d.Path("cfg.yaml"));
+  EXPECT_EQ(c.exit_code, 1) << c.err;
+  EXPECT_NE(c.err.find("the config or its input data changed since shard 0's batches were submitted"),
+            std::string::npos) << c.err;
+  EXPECT_NE(c.err.find(d.Path("data.jsonl")), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("restore them (and collect)"), std::string::npos) << c.err;
+  EXPECT_FALSE(Exists(d.Path("out/shard_0/data.jsonl")));
+  // Restored (content and mtime): collected as if nothing happened, nothing submitted twice.
+  ASSERT_EQ(RunCommand("cp -p " + d.Path("data.orig") + " " + d.Path("data.jsonl")).exit_code, 0);
+  int rc = 75;
+  for (int i = 0; i < 10 && rc == 75; ++i) rc = Mm(env, "collect --config " + d.Path("cfg.yaml")).exit_code;
+  ASSERT_EQ(rc, 0);
+  Published p = ReadPublished(d, 12, 1);
+  EXPECT_EQ(p.rows.size() + p.errors.size(), 12u);
+  for (const auto& [id, n] : CreatedIds(prov.log)) EXPECT_EQ(n, 1) << id;
+  // The published shard records the inputs it was made from, as a local run's does.
+  auto rec = ParseJson(ReadFile(d.Path("out/shard_0/_mmirage.json")));
+  ASSERT_TRUE(rec.ok());
+  ASSERT_NE(rec->Find("identity"), nullptr);
+  EXPECT_NE(ToJson(*rec->Find("identity")).find("data.jsonl"), std::string::npos);
+}
+
 // ---- failures -----------------------------------------------------------------------------------------------
 
 TEST(BatchApiFailureTest, AMissingKeyFailsBeforeAnyRowIsRead) {

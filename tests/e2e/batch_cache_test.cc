@@ -508,7 +508,9 @@ TEST_F(BatchCacheTest, AnEditedConfigOnAPublishedShardSaysToUseAnotherStateDir) 
   WriteFile(d_.Path("cfg-edited.yaml"), Config(d_, prov.port, b));
   auto r = Mm(kKey, "run --shard-id 0 --config " + d_.Path("cfg-edited.yaml"));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("shard 0 was published from another version of the config (journal "), std::string::npos)
+  EXPECT_NE(r.err.find("shard 0 was published from another version of the config or its input data (config "
+                       "changed; journal "),
+            std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("run the edited config with another state_dir"), std::string::npos) << r.err;
   // The published shard stays published.
