@@ -44,6 +44,22 @@ TEST(Issue13FuzzLong, IteratingAHugeStringIsBoundedByTheListLimit) {
   EXPECT_EQ(*ok, "x-é-x-é-x-é");
 }
 
+// fuzz_template (session 3, 30-minute run): the bound above counted UTF-8 lead bytes, but each byte of invalid
+// UTF-8 (e.g. a stray continuation byte 0xB2) is an item of its own: 200 MB of them passed the check as zero code
+// points and built 200 million items (a 3.8 GB allocation). They count now.
+TEST(Issue13FuzzLong, IteratingInvalidUtf8CountsEveryByteAgainstTheListLimit) {
+  auto big = tmpl::Template::Parse("{{ ('\xb2' * 17000000)|join(',')|length }}");
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  auto out = big->Render(*ParseJson("{}"));
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("list too large"), std::string::npos) << out.status().ToString();
+  auto small = tmpl::Template::Parse("{{ ('a\xb2' * 2)|list|length }}");
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  auto ok = small->Render(*ParseJson("{}"));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(*ok, "4");
+}
+
 Result<config::Config> Load(const std::string& yaml) {
   config::LoadOptions o;
   o.env = [](const std::string&) { return std::optional<std::string>(); };
