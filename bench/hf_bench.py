@@ -23,10 +23,9 @@ import tempfile
 import time
 
 import datasets
-import jinja2
-import jmespath
 import pyarrow as pa
-import yaml
+
+from model_free_common import PROCESSING, row_function, synthetic_row
 
 datasets.disable_progress_bars()
 
@@ -37,31 +36,7 @@ loading_params:
       path: {data}
       output_dir: {out}
   state_dir: {state}
-processing_params:
-  inputs:
-    - name: question
-      key: question
-    - name: answer
-      key: answers[0].text
-    - name: lang
-      key: meta.lang
-    - name: tags
-      key: meta.tags
-    - name: score
-      key: meta.score
-  outputs: []
-  remove_columns: true
-  output_schema:
-    id: "{{{{ question | length }}}}-{{{{ lang }}}}"
-    tags: "{{{{ tags }}}}"
-    score: "{{{{ score }}}}"
-    conversations:
-      - role: user
-        content: "Answer in {{{{ lang | upper }}}}: {{{{ question }}}}"
-      - role: assistant
-        content: "{{{{ answer }}}}"
-    summary: "{{% if score > 0.5 %}}good{{% else %}}weak{{% endif %}} ({{{{ tags | join(', ') }}}})"
-"""
+""" + PROCESSING
 
 
 def make_dataset(n, path):
@@ -74,12 +49,7 @@ def make_dataset(n, path):
     for s in range(0, n, step):
         rows = []
         for i in range(s, min(n, s + step)):
-            rows.append({
-                "question": f"What is the capital of country number {i}? Please answer briefly.",
-                "answers": [{"text": f"The capital of country {i} is city {i}.", "score": 0.9}],
-                "meta": {"lang": ["en", "fr", "de"][i % 3], "tags": ["geo", f"t{i % 7}"], "score": (i % 10) / 10},
-                "source": "synthetic",
-            })
+            rows.append(synthetic_row(i))
         table = pa.Table.from_pylist(rows)
         if writer is None:
             schema = table.schema
@@ -100,46 +70,7 @@ def make_dataset(n, path):
 
 def python_peer(config_path, data_path, out_path, limit):
     """The original's path: load_from_disk, map with compiled jmespath + Jinja2, save_to_disk."""
-    cfg = yaml.safe_load(open(config_path))
-    pp = cfg["processing_params"]
-    env = jinja2.Environment()
-    inputs = [(i["name"], jmespath.compile(i["key"])) for i in pp["inputs"]]
-
-    def compile_node(node):
-        if isinstance(node, dict):
-            return ("map", [(k, compile_node(v)) for k, v in node.items()])
-        if isinstance(node, list):
-            return ("list", [compile_node(v) for v in node])
-        if isinstance(node, str):
-            s = node.strip()
-            plain = s[2:-2].strip() if s.startswith("{{") and s.endswith("}}") and s[2:-2].strip().isidentifier() else None
-            return ("tmpl", (env.from_string(node), plain))
-        return ("const", node)
-
-    def render(node, ctx):
-        kind, v = node
-        if kind == "map":
-            return {k: render(c, ctx) for k, c in v}
-        if kind == "list":
-            return [render(c, ctx) for c in v]
-        if kind == "tmpl":
-            t, plain = v
-            if plain is not None and plain in ctx and not isinstance(ctx[plain], str):  # mmirage keeps JSON types
-                return ctx[plain]
-            return t.render(**ctx)
-        return v
-
-    schema = compile_node(pp["output_schema"])
-
-    def fn(row):
-        ctx = {}
-        for name, expr in inputs:
-            value = expr.search(row)
-            if value is None:
-                raise ValueError(f"Input variable '{name}' not found")
-            ctx[name] = value
-        return render(schema, ctx)
-
+    fn = row_function(config_path)
     ds = datasets.load_from_disk(data_path)
     if limit < len(ds):
         ds = ds.select(range(limit))

@@ -18,9 +18,7 @@ import sys
 import tempfile
 import time
 
-import jinja2
-import jmespath
-import yaml
+from model_free_common import PROCESSING, row_function, synthetic_row
 
 CONFIG = """processors: []
 loading_params:
@@ -30,91 +28,24 @@ loading_params:
       output_dir: {out}
       output_format: jsonl
   state_dir: {state}
-processing_params:
-  inputs:
-    - name: question
-      key: question
-    - name: answer
-      key: answers[0].text
-    - name: lang
-      key: meta.lang
-    - name: tags
-      key: meta.tags
-    - name: score
-      key: meta.score
-  outputs: []
-  remove_columns: true
-  output_schema:
-    id: "{{{{ question | length }}}}-{{{{ lang }}}}"
-    tags: "{{{{ tags }}}}"
-    score: "{{{{ score }}}}"
-    conversations:
-      - role: user
-        content: "Answer in {{{{ lang | upper }}}}: {{{{ question }}}}"
-      - role: assistant
-        content: "{{{{ answer }}}}"
-    summary: "{{% if score > 0.5 %}}good{{% else %}}weak{{% endif %}} ({{{{ tags | join(', ') }}}})"
-"""
+""" + PROCESSING
 
 
 def make_rows(n, path):
     with open(path, "w") as f:
         for i in range(n):
-            row = {
-                "question": f"What is the capital of country number {i}? Please answer briefly.",
-                "answers": [{"text": f"The capital of country {i} is city {i}.", "score": 0.9}],
-                "meta": {"lang": ["en", "fr", "de"][i % 3], "tags": ["geo", f"t{i % 7}"], "score": (i % 10) / 10},
-                "source": "synthetic",
-            }
-            f.write(json.dumps(row) + "\n")
+            f.write(json.dumps(synthetic_row(i)) + "\n")
 
 
 def python_peer(config_path, data_path, out_path, limit):
     """The original's per-row work, templates and expressions compiled once."""
-    cfg = yaml.safe_load(open(config_path))
-    pp = cfg["processing_params"]
-    env = jinja2.Environment()
-    inputs = [(i["name"], jmespath.compile(i["key"])) for i in pp["inputs"]]
-
-    def compile_node(node):
-        if isinstance(node, dict):
-            return ("map", [(k, compile_node(v)) for k, v in node.items()])
-        if isinstance(node, list):
-            return ("list", [compile_node(v) for v in node])
-        if isinstance(node, str):
-            t = env.from_string(node)
-            s = node.strip()
-            plain = s[2:-2].strip() if s.startswith("{{") and s.endswith("}}") and s[2:-2].strip().isidentifier() else None
-            return ("tmpl", (t, plain))
-        return ("const", node)
-
-    def render(node, ctx):
-        kind, v = node
-        if kind == "map":
-            return {k: render(c, ctx) for k, c in v}
-        if kind == "list":
-            return [render(c, ctx) for c in v]
-        if kind == "tmpl":
-            t, plain = v
-            if plain is not None and plain in ctx and not isinstance(ctx[plain], str):  # mmirage keeps JSON types
-                return ctx[plain]
-            return t.render(**ctx)
-        return v
-
-    schema = compile_node(pp["output_schema"])
+    fn = row_function(config_path)
     n = 0
     with open(data_path) as f, open(out_path, "w") as out:
         for line in f:
             if n >= limit:
                 break
-            row = json.loads(line)
-            ctx = {}
-            for name, expr in inputs:
-                value = expr.search(row)
-                if value is None:
-                    raise ValueError(f"Input variable '{name}' not found")
-                ctx[name] = value
-            out.write(json.dumps(render(schema, ctx)) + "\n")
+            out.write(json.dumps(fn(json.loads(line))) + "\n")
             n += 1
     return n
 

@@ -21,8 +21,12 @@ if ! command -v "clang++-$CLANG_VERSION" >/dev/null 2>&1 || \
 fi
 
 BUILD="$ROOT/build-fuzz"
+# The Arrow that scripts/setup.sh configured the normal build with (MMIRAGE_CACHE may point anywhere).
+ARROW=()
+ARROW_DIR="$(sed -n 's/^MMIRAGE_ARROW_DIR:[A-Z]*=//p' "$ROOT/build/CMakeCache.txt" 2>/dev/null)"
+[ -z "$ARROW_DIR" ] || ARROW=("-DMMIRAGE_ARROW_DIR=$ARROW_DIR")
 cmake -S "$ROOT/fuzz" -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER="clang-$CLANG_VERSION" \
-  -DCMAKE_CXX_COMPILER="clang++-$CLANG_VERSION" >/dev/null
+  -DCMAKE_CXX_COMPILER="clang++-$CLANG_VERSION" "${ARROW[@]}" >/dev/null
 cmake --build "$BUILD" -j "${MMIRAGE_JOBS:-$(nproc)}"
 
 START=$(date +%s)
