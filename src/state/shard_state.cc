@@ -22,6 +22,8 @@ std::optional<std::string> GetStr(const Value& obj, const char* key) {
 }
 
 constexpr int64_t kInterrupted = -2;  // marks an attempt stopped by a signal
+// A WriteFileAtomically temp older than this is a leftover of a killed process (a live one exists for milliseconds).
+constexpr uint64_t kStaleTempMicros = 60ull * 1000 * 1000;
 
 // attempts.log: one line per attempt "<n> <started_at> <hostname> <pid> [<rows committed at its start>]", and
 // "reset <time>" lines (retry --reset). Fills attempts_logged and attempts_spent; `rows_now` is what the shard has
@@ -195,6 +197,7 @@ Status ShardState::WriteRecord(const ShardRecord& r, const char* marker) {
 
 Result<int64_t> ShardState::MarkRunning(const RunInfo& info) {
   MMIRAGE_TRY(CreateDirsDurably(env_, dir_));  // else a crash could lose the whole record, attempts.log included
+  RemoveStaleTempFiles(env_, dir_, kStaleTempMicros);  // of a process killed mid-replace
   ShardRecord prev = Read();
   ShardRecord r;
   r.status = "running";

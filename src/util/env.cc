@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -55,6 +56,36 @@ Status WriteFileAtomically(Env* env, const std::string& path, std::string_view c
   if (s.ok() && durable) s = env->SyncDir(Dirname(path));
   if (!s.ok()) (void)env->RemoveFile(tmp);
   return s;
+}
+
+namespace {
+
+// `<name>.tmp.<12 hex>.<digits>`: a WriteFileAtomically temp.
+bool IsAtomicWriteTemp(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos || dot + 1 == name.size() || dot < 18) return false;
+  for (size_t i = dot + 1; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return false;
+  const size_t nonce = dot - 12;
+  if (name.compare(nonce - 5, 5, ".tmp.") != 0 || nonce - 5 == 0) return false;
+  for (size_t i = nonce; i < dot; ++i)
+    if (!std::isxdigit(static_cast<unsigned char>(name[i]))) return false;
+  return true;
+}
+
+}  // namespace
+
+void RemoveStaleTempFiles(Env* env, const std::string& dir, uint64_t min_age_us) {
+  auto children = env->GetChildren(dir);
+  if (!children.ok()) return;
+  const uint64_t now = env->NowMicros();
+  for (const std::string& name : *children) {
+    if (!IsAtomicWriteTemp(name)) continue;
+    const std::string path = JoinPath(dir, name);
+    auto mtime = env->GetFileModificationMicros(path);
+    if (!mtime.ok() || *mtime + min_age_us > now || !env->IsRegularFile(path)) continue;
+    (void)env->RemoveFile(path);
+  }
 }
 
 Status CreateDirsDurably(Env* env, const std::string& path) {

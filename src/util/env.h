@@ -101,6 +101,11 @@ class Env {
 // rewritten every few seconds and must not cost an fsync each on a shared file system.
 Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents, bool durable = true);
 
+// Removes from `dir` the temps WriteFileAtomically leaves behind when a process dies between create and rename
+// (`<name>.tmp.<12 hex digits>.<n>`) that were last modified more than `min_age_us` ago (a live writer's temp exists
+// for milliseconds). Best effort: a file that cannot be examined or removed is left; nothing else is touched.
+void RemoveStaleTempFiles(Env* env, const std::string& dir, uint64_t min_age_us);
+
 // CreateDirs, then fsyncs the parent of every directory it created (outermost first), so that the new directories
 // survive a crash (a new directory's entry is durable only once its parent is synced).
 Status CreateDirsDurably(Env* env, const std::string& path);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/time.h>
+
 #include <atomic>
 #include <thread>
 
@@ -10,6 +12,28 @@
 
 namespace mmirage {
 namespace {
+
+// A process killed between a temp's creation and its rename leaves `status.json.tmp.<nonce>.<n>` behind: the next
+// attempt removes such leftovers once they are a minute old, and nothing else.
+TEST(ShardStateTest, NextAttemptRemovesStaleTempsOfAKilledWriterOnly) {
+  testing::TempDir d;
+  const std::string old_temp = d.Path("shard_0/status.json.tmp.0123456789ab.7");
+  const std::string live_temp = d.Path("shard_0/progress.json.tmp.abcdef012345.1");
+  const std::string other = d.Path("shard_0/notes.tmp.0123456789ab.x");
+  for (const auto& p : {old_temp, live_temp, other}) testing::WriteFile(p, "{");
+  struct timeval two_minutes_ago[2];
+  gettimeofday(&two_minutes_ago[0], nullptr);
+  two_minutes_ago[0].tv_sec -= 120;
+  two_minutes_ago[1] = two_minutes_ago[0];
+  ASSERT_EQ(utimes(old_temp.c_str(), two_minutes_ago), 0);
+  ASSERT_EQ(utimes(other.c_str(), two_minutes_ago), 0);
+  ShardState st(Env::Default(), d.path(), 0);
+  ASSERT_TRUE(st.MarkRunning({}).ok());
+  EXPECT_FALSE(testing::Exists(old_temp));
+  EXPECT_TRUE(testing::Exists(live_temp));  // a writer may be about to rename it
+  EXPECT_TRUE(testing::Exists(other));      // not a temp of ours
+  EXPECT_EQ(st.Read().status, "running");
+}
 
 TEST(ShardStateTest, TransitionsWriteStatusAndOneMarker) {
   testing::TempDir d;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/counting_env.h"
 #include "support/test_util.h"
 
 namespace mmirage {
@@ -135,76 +136,19 @@ TEST(TimelineTest, ThinningHalvesOldSamplesKeepsEventsAndRecomputesRates) {
   EXPECT_TRUE(gap20);
 }
 
-// Forwards to the POSIX Env and counts fsyncs (files and directories).
-class SyncCountingEnv : public Env {
- public:
-  int syncs = 0;
-  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path, bool append) override {
-    MMIRAGE_ASSIGN_OR_RETURN(auto f, base_->NewWritableFile(path, append));
-    return std::unique_ptr<WritableFile>(new File(std::move(f), &syncs));
-  }
-  Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& p) override {
-    return base_->NewSequentialFile(p);
-  }
-  bool FileExists(const std::string& p) override { return base_->FileExists(p); }
-  bool IsDirectory(const std::string& p) override { return base_->IsDirectory(p); }
-  bool IsRegularFile(const std::string& p) override { return base_->IsRegularFile(p); }
-  Result<std::vector<std::string>> GetChildren(const std::string& d) override { return base_->GetChildren(d); }
-  Status CreateDirs(const std::string& p) override { return base_->CreateDirs(p); }
-  Status RemoveFile(const std::string& p) override { return base_->RemoveFile(p); }
-  Status RemoveAll(const std::string& p) override { return base_->RemoveAll(p); }
-  Status RenameFile(const std::string& a, const std::string& b) override { return base_->RenameFile(a, b); }
-  Status ExchangeFiles(const std::string& a, const std::string& b) override { return base_->ExchangeFiles(a, b); }
-  Status SyncDir(const std::string& d) override {
-    ++syncs;
-    return base_->SyncDir(d);
-  }
-  Status LinkFile(const std::string& a, const std::string& b) override { return base_->LinkFile(a, b); }
-  Result<uint64_t> GetFileSize(const std::string& p) override { return base_->GetFileSize(p); }
-  Status TruncateFile(const std::string& p, uint64_t n) override { return base_->TruncateFile(p, n); }
-  Result<std::string> ReadFileToString(const std::string& p) override { return base_->ReadFileToString(p); }
-  Result<std::vector<std::string>> Glob(const std::string& p) override { return base_->Glob(p); }
-  std::string AbsolutePath(const std::string& p) override { return base_->AbsolutePath(p); }
-  Result<std::string> RealPath(const std::string& p) override { return base_->RealPath(p); }
-  Result<std::unique_ptr<FileLock>> LockFile(const std::string& p) override { return base_->LockFile(p); }
-  uint64_t NowMicros() override { return base_->NowMicros(); }
-  uint64_t MonotonicMicros() override { return base_->MonotonicMicros(); }
-  void SleepMicros(uint64_t us) override { base_->SleepMicros(us); }
-  std::string Hostname() override { return base_->Hostname(); }
-  int Pid() override { return base_->Pid(); }
-
- private:
-  class File : public WritableFile {
-   public:
-    File(std::unique_ptr<WritableFile> f, int* syncs) : f_(std::move(f)), syncs_(syncs) {}
-    Status Append(std::string_view d) override { return f_->Append(d); }
-    Status Flush() override { return f_->Flush(); }
-    Status Sync() override {
-      ++*syncs_;
-      return f_->Sync();
-    }
-    Status Close() override { return f_->Close(); }
-
-   private:
-    std::unique_ptr<WritableFile> f_;
-    int* syncs_;
-  };
-  Env* base_ = Env::Default();
-};
-
 TEST(TimelineTest, AppendingNeverSyncsAndThinningSyncsOncePerRewrite) {
   testing::TempDir d;
-  SyncCountingEnv env;
+  testing::CountingEnv env;  // counts fsyncs of files and directories
   ASSERT_TRUE(env.CreateDirs(d.Path("shard_0")).ok());
   TimelineOptions o;
   o.max_lines = 400;
   o.keep_recent = 100;
   TimelineWriter w(&env, d.path(), 0, 1, o);
   for (int i = 1; i <= 400; ++i) ASSERT_TRUE(w.Append(Sample(i * 10.0, i, 0)).ok());
-  EXPECT_EQ(env.syncs, 0);  // 400 lines, no fsync
+  EXPECT_EQ(env.syncs(), 0);  // 400 lines, no fsync
   ASSERT_TRUE(w.Append(Sample(4010, 401, 0)).ok());  // line 401: one thinning = one atomic replace
-  EXPECT_GE(env.syncs, 1);
-  EXPECT_LE(env.syncs, 2);  // the file and its directory
+  EXPECT_GE(env.syncs(), 1);
+  EXPECT_LE(env.syncs(), 2);  // the file and its directory
   EXPECT_LE(testing::ReadLines(d.Path("shard_0/timeline.jsonl")).size(), 300u);
 }
 
