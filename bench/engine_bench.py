@@ -94,6 +94,16 @@ def mmirage(tmp, name, model, texts, parallel, max_new, ignore_eos=True, prefix_
         return json.load(f)["stats"]
 
 
+def cpu_kernels(raw, model, prompts):
+    """Which llama.cpp CPU backend a raw baseline binary loads (the engine of the same build loads the same one,
+    engine/llama_backends.h): a measurement that silently ran on other kernels is worthless."""
+    r = subprocess.run([raw, "--model", model, "--prompts", prompts, "--parallel", "1", "--max-new-tokens", "1",
+                        "--ctx-seq", "256", "--threads", "1"], capture_output=True, text=True,
+                       env=dict(os.environ, MMIRAGE_BENCH_VERBOSE="1"))
+    notes = [l for l in r.stderr.splitlines() if "CPU backend" in l]
+    return notes[0] if notes else "linked in (a static source build)"
+
+
 def bench_overhead(tmp, args):
     model = make_model(tmp, args.preset)
     texts = [f"Rewrite sentence number {i} in a formal tone: the capital of country {i} is city {i}."
@@ -104,6 +114,10 @@ def bench_overhead(tmp, args):
             f.write(json.dumps(t) + "\n")
     raw = json.loads(run([RAW, "--model", model, "--prompts", prompts, "--parallel", str(args.parallel),
                           "--max-new-tokens", str(args.max_new), "--ctx-seq", "2048", "--threads", str(THREADS)]).stdout)
+    print(f"kernels  : raw baseline {RAW}: {cpu_kernels(RAW, model, prompts)}")
+    own_raw = os.path.join(BUILD, "mmirage-bench-raw-llama")
+    if os.path.exists(own_raw) and os.path.realpath(own_raw) != os.path.realpath(RAW):
+        print(f"kernels  : mmirage run (as {own_raw}): {cpu_kernels(own_raw, model, prompts)}")
     st = mmirage(tmp, "overhead", model, texts, args.parallel, args.max_new)
     ours = st["output_tokens"] / st["inference_runtime_seconds"]
     print(f"overhead : raw libllama {raw['output_tok_per_s']:9.1f} tok/s | mmirage run {ours:9.1f} tok/s "
