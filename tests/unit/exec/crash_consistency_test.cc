@@ -4,13 +4,9 @@
 // identical to a fault-free run.
 #include <gtest/gtest.h>
 
-#include <condition_variable>
-#include <deque>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "config/config.h"
 #include "engine/engine.h"
@@ -18,6 +14,7 @@
 #include "pipeline/shard_runner.h"
 #include "pipeline/shard_writer.h"
 #include "state/shard_state.h"
+#include "support/fake_engine.h"
 #include "support/fault_env.h"
 #include "support/test_util.h"
 #include "util/log.h"
@@ -26,52 +23,17 @@ namespace mmirage {
 namespace {
 
 // Answers each prompt with a reply derived from it, on its own thread, in submission order.
-class EchoEngine final : public engine::Engine {
- public:
-  EchoEngine() : thread_([this] { Loop(); }) {}
-  ~EchoEngine() override { Shutdown(); }
-  void Submit(engine::Request r, engine::CompletionCallback done) override {
-    std::lock_guard<std::mutex> l(mu_);
-    queue_.emplace_back(std::move(r), std::move(done));
-    cv_.notify_one();
-  }
-  int Capacity() const override { return 1; }
-  double LoadSeconds() const override { return 0; }
-  int NumGpus() const override { return 0; }
-  void Shutdown() override {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (stop_) return;
-      stop_ = true;
-      cv_.notify_one();
-    }
-    thread_.join();
-  }
-
- private:
-  void Loop() {
-    while (true) {
-      std::pair<engine::Request, engine::CompletionCallback> job;
-      {
-        std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        job = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      engine::Completion c;
-      c.text = "echo:" + job.first.prompt;
-      c.prompt_tokens = static_cast<int64_t>(job.first.prompt.size());
-      c.completion_tokens = 2;
-      job.second(std::move(c));
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<engine::Request, engine::CompletionCallback>> queue_;
-  bool stop_ = false;
-  std::thread thread_;
-};
+std::unique_ptr<engine::Engine> EchoEngine() {
+  return std::make_unique<testing::FakeEngine>(
+      [](const engine::Request& r, int) {
+        engine::Completion c;
+        c.text = "echo:" + r.prompt;
+        c.prompt_tokens = static_cast<int64_t>(r.prompt.size());
+        c.completion_tokens = 2;
+        return c;
+      },
+      testing::FakeEngineOptions{.capacity = 1});
+}
 
 using Tree = std::map<std::string, std::string>;  // relative path → content ("/" for a directory)
 
@@ -153,7 +115,7 @@ class CrashConsistencyTest : public ::testing::Test {
       o.quiet = true;
       if (with_model_) {
         o.engine_factory = [](const config::Processor&, std::vector<std::string>*) {
-          return Result<std::unique_ptr<engine::Engine>>(std::make_unique<EchoEngine>());
+          return Result<std::unique_ptr<engine::Engine>>(EchoEngine());
         };
       }
       auto r = pipeline::RunShard(o);

@@ -2,74 +2,19 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <thread>
-
 #include "config/config.h"
 #include "data/json.h"
+#include "support/fake_engine.h"
 #include "support/test_util.h"
 
 namespace mmirage::pipeline {
 namespace {
 
 // Completes requests on its own thread, newest first among those queued (so completions arrive out of order).
-// The reply is computed from the prompt by `reply`.
-class FakeEngine final : public engine::Engine {
+class FakeEngine : public testing::FakeEngine {
  public:
-  using Reply = std::function<engine::Completion(const engine::Request&, int attempt)>;
-  explicit FakeEngine(Reply reply) : reply_(std::move(reply)), thread_([this] { Loop(); }) {}
-  ~FakeEngine() override { Shutdown(); }
-  void Submit(engine::Request r, engine::CompletionCallback done) override {
-    std::lock_guard<std::mutex> l(mu_);
-    queue_.push_back({std::move(r), std::move(done)});
-    max_queued_ = std::max(max_queued_, queue_.size());
-    cv_.notify_one();
-  }
-  int Capacity() const override { return 4; }
-  double LoadSeconds() const override { return 0.5; }
-  int NumGpus() const override { return 0; }
-  void Shutdown() override {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (stop_) return;
-      stop_ = true;
-      cv_.notify_one();
-    }
-    thread_.join();
-  }
-  size_t max_queued() {
-    std::lock_guard<std::mutex> l(mu_);
-    return max_queued_;
-  }
-  std::atomic<int> calls{0};
-
- private:
-  void Loop() {
-    while (true) {
-      std::deque<std::pair<engine::Request, engine::CompletionCallback>> batch;
-      {
-        std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
-        if (queue_.empty() && stop_) return;
-        batch.swap(queue_);
-      }
-      for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
-        int n = ++calls;
-        it->second(reply_(it->first, n));
-      }
-    }
-  }
-  Reply reply_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<engine::Request, engine::CompletionCallback>> queue_;
-  size_t max_queued_ = 0;
-  bool stop_ = false;
-  std::thread thread_;
+  explicit FakeEngine(Reply reply)
+      : testing::FakeEngine(std::move(reply), {.capacity = 4, .load_seconds = 0.5, .reverse_batches = true}) {}
 };
 
 config::Config MakeConfig(const std::string& outputs, const std::string& schema) {
