@@ -162,10 +162,45 @@ build_llama_targets() {
 # libggml-base it loads into. Keyed by this CPU's flags, the compiler and the llama.cpp commit.
 # MMIRAGE_LLAMA_NATIVE_CPU=0 skips it.
 NATIVE_CPU_DIR=""
+# Whether AMX tile instructions run here (permission requested from Linux, one tile zeroed); false if they trap.
+amx_works() {
+  local t; t="$(mktemp -d)"
+  cat >"$t/amx.c" <<'C'
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <immintrin.h>
+int main(void) {
+  if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) != 0) return 1;
+  uint8_t cfg[64];
+  memset(cfg, 0, sizeof cfg);
+  cfg[0] = 1; cfg[16] = 64; cfg[48] = 16; /* palette 1; tile 0: 16 rows of 64 bytes */
+  _tile_loadconfig(cfg);
+  _tile_zero(0);
+  _tile_release();
+  return 0;
+}
+C
+  local ok=1
+  { cc -O1 -mamx-tile -o "$t/amx" "$t/amx.c" && "$t/amx"; } >/dev/null 2>&1 || ok=0
+  rm -rf "$t"
+  [ "$ok" = 1 ]
+}
 build_native_cpu() {
   if [ "${MMIRAGE_LLAMA_NATIVE_CPU:-1}" = 0 ]; then log "MMIRAGE_LLAMA_NATIVE_CPU=0: llama.cpp's prebuilt CPU kernels only"; return; fi
   local flags key dir b f feats=()
   flags="$(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2 | tr ' ' '\n' | sed '/^$/d' | sort -u | tr '\n' ' ')"
+  # Some virtual machines advertise AMX that traps when used (SIGILL on the first tile load): -march=native would
+  # build ggml's AMX kernels in. Execute a tile instruction first; if it traps, build (and key) without AMX.
+  local march="-march=native"
+  case " $flags " in *" amx_tile "*)
+    if ! amx_works; then
+      log "this CPU advertises AMX but a tile instruction traps: building the CPU backend without AMX"
+      flags="$(printf '%s' "$flags" | tr ' ' '\n' | grep -v '^amx_' | tr '\n' ' ')"
+      march="-march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    fi ;;
+  esac
   key="$(printf '%s|%s|%s' "$flags" "$(c++ --version 2>/dev/null | head -1)" "$LLAMA_COMMIT" | sha256sum | cut -c1-12)"
   dir="$LLAMA_DIR/cpu-native-$key"
   if [ ! -f "$dir/.complete" ]; then
@@ -178,7 +213,7 @@ build_native_cpu() {
     log "building llama.cpp's CPU backend for this CPU into $dir (about a minute on 2 cores)"
     rm -rf "$b" "$dir.tmp"
     if cmake -S "$LLAMA_DIR/src" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON \
-         -DGGML_NATIVE=OFF "${feats[@]}" -DCMAKE_C_FLAGS=-march=native -DCMAKE_CXX_FLAGS=-march=native -DGGML_OPENMP=ON \
+         -DGGML_NATIVE=OFF "${feats[@]}" "-DCMAKE_C_FLAGS=$march" "-DCMAKE_CXX_FLAGS=$march" -DGGML_OPENMP=ON \
          -DGGML_CCACHE=ON -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
          -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF \
          -DLLAMA_USE_PREBUILT_UI=OFF >"$b.configure.log" 2>&1 \

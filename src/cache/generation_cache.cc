@@ -13,7 +13,7 @@
 
 #include "cache/hash.h"
 #include "util/log.h"
-#include "util/process.h"
+#include "util/process/process_info.h"
 
 namespace mmirage::cache {
 namespace {

@@ -6,7 +6,7 @@
 #include "cli/cache_commands.h"
 #include "data/json.h"
 #include "util/env.h"
-#include "util/process.h"
+#include "util/process/process_info.h"
 
 namespace mmirage::cli {
 namespace {

@@ -9,10 +9,10 @@
 #include "exec/local_executor.h"
 #include "cli/slurm_cli.h"
 #include "data/json.h"
-#include "pipeline/batch_shard.h"
-#include "process/batch_provider.h"
+#include "batch/shard.h"
+#include "batch/provider.h"
 #include "util/log.h"
-#include "util/process.h"
+#include "util/process/process_info.h"
 
 namespace mmirage::cli {
 namespace {
@@ -39,7 +39,7 @@ int CheckBatches(Env* env, const config::Config& config, bool json) {
               << n("batches_in_progress") << " in progress, " << n("batches_failed") << " failed; requests "
               << n("requests_done") << "/" << n("requests_total") << " done\n";
   }
-  auto batches = pipeline::ListSubmittedBatches(env, config);
+  auto batches = batch::ListSubmittedBatches(env, config);
   if (!batches.ok()) {
     ReportError(batches.status());
     return kExitFailure;
@@ -49,7 +49,7 @@ int CheckBatches(Env* env, const config::Config& config, bool json) {
     return c.failed.empty() && c.exhausted.empty() ? kExitOk : kExitFailure;
   }
   const config::Processor* p = config.FindProcessor("batch_api");
-  auto provider = process::BatchProvider::Create(p->batch_api, config::ProcessEnvLookup(), env);
+  auto provider = batch::BatchProvider::Create(p->batch_api, config::ProcessEnvLookup(), env);
   if (!provider.ok()) {
     ReportError(provider.status());
     return kExitFailure;
@@ -87,7 +87,7 @@ int Check(const CheckOptions& o) {
   auto config = LoadConfigOrReport(o.common.config_path);
   if (!config) return kExitFailure;
   Env* env = Env::Default();
-  if (pipeline::IsBatchConfig(*config)) {
+  if (batch::IsBatchConfig(*config)) {
     if (o.retry || o.stats) LOG_WARN("--retry and --stats are ignored for batch_api configs.");
     return CheckBatches(env, *config, o.json);
   }

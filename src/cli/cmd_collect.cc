@@ -6,7 +6,7 @@
 #include "cli/common.h"
 #include "cli/merge_common.h"
 #include "exec/shard_classify.h"
-#include "pipeline/batch_shard.h"
+#include "batch/shard.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/signals.h"
@@ -30,7 +30,7 @@ int Collect(const CollectOptions& o) {
   if (!ApplyLogLevel(o.common)) return kExitUsage;
   auto config = LoadConfigOrReport(o.common.config_path, o.shard_id);
   if (!config) return kExitFailure;
-  if (!pipeline::IsBatchConfig(*config)) {
+  if (!batch::IsBatchConfig(*config)) {
     LOG_ERROR("collect needs a config with batch_api outputs; " << config->path << " has none");
     return kExitFailure;
   }
@@ -65,7 +65,7 @@ int Collect(const CollectOptions& o) {
 
 int RunBatchShardCommand(const config::Config& config, int64_t shard_id, const std::string& export_prompts,
                          bool resubmit_failed, bool collect_only, std::optional<bool> wait, bool merge_after) {
-  pipeline::BatchShardOptions bo;
+  batch::BatchShardOptions bo;
   bo.env = Env::Default();
   bo.config = &config;
   bo.shard_id = shard_id;
@@ -75,23 +75,23 @@ int RunBatchShardCommand(const config::Config& config, int64_t shard_id, const s
   bo.wait = wait;
   bo.slurm_job_id = GetEnv("SLURM_JOB_ID");
   bo.slurm_array_task_id = GetEnv("SLURM_ARRAY_TASK_ID");
-  auto r = pipeline::RunBatchShard(bo);
+  auto r = batch::RunBatchShard(bo);
   if (!r.ok()) {
     LOG_ERROR("Shard " << shard_id << " failed: " << r.status().message());
     return kExitFailure;
   }
   switch (r->outcome) {
-    case pipeline::BatchOutcome::kExported:
+    case batch::BatchOutcome::kExported:
       LOG_INFO("Exported the requests of shard " << shard_id << " to " << r->export_path);
       return kExitOk;
-    case pipeline::BatchOutcome::kSubmitted:
+    case batch::BatchOutcome::kSubmitted:
       LOG_INFO("Shard " << shard_id << ": " << r->batches_total << " batch(es) submitted; run `mmirage collect "
                         "--config " << config.path << "` later to fetch the results");
       return kExitOk;
-    case pipeline::BatchOutcome::kInProgress:
+    case batch::BatchOutcome::kInProgress:
       LOG_INFO("Shard " << shard_id << ": " << r->batches_total - r->batches_done << " batch(es) still in progress");
       return kExitInProgress;
-    case pipeline::BatchOutcome::kComplete:
+    case batch::BatchOutcome::kComplete:
       if (merge_after) {
         LOG_INFO("Execution_params.merge is true; merging shard outputs");
         return MergeAllDatasets(Env::Default(), config, MergeTarget{}, /*allow_partial=*/false);

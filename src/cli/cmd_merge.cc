@@ -6,6 +6,7 @@
 
 #include "cli/common.h"
 #include "cli/merge_common.h"
+#include "exec/batch_merge.h"
 #include "exec/merge.h"
 #include "state/shard_state.h"
 #include "util/log.h"
@@ -87,8 +88,18 @@ Runner RegisterMerge(CLI::App* app) {
     if (!config) return kExitFailure;
     // batch_api: --output-path gives the original's results file; without it the published shards (normal
     // datasets once collected) are merged like any other config's.
-    if (config->FindProcessor("batch_api") && !o->output_path.empty())
-      return MergeBatchResults(*config, o->output_path, o->metadata_paths);
+    if (config->FindProcessor("batch_api") && !o->output_path.empty()) {
+      auto merged = exec::MergeBatchResults(Env::Default(), *config, o->output_path, o->metadata_paths);
+      if (!merged.ok()) {
+        LOG_ERROR(merged.status().message());
+        return kExitFailure;
+      }
+      LOG_INFO("Merged " << merged->rows << " rows and saved to " << o->output_path);
+      if (merged->input_tokens || merged->output_tokens)
+        LOG_INFO("Provider usage: " << merged->input_tokens << " input tokens, " << merged->output_tokens
+                                    << " output tokens");
+      return kExitOk;
+    }
     return MergeAllDatasets(Env::Default(), *config, MergeTarget{o->output_root}, o->allow_partial);
   };
 }

@@ -10,14 +10,14 @@
 #include "cli/merge_common.h"
 #include "cli/slurm_cli.h"
 #include "exec/local_executor.h"
-#include "pipeline/batch_shard.h"
-#include "process/batch_provider.h"
+#include "batch/shard.h"
+#include "batch/provider.h"
 #include "pipeline/shard_runner.h"
-#include "util/process.h"
+#include "util/process/process_info.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/signals.h"
-#include "util/subprocess.h"
+#include "util/process/subprocess.h"
 
 namespace mmirage::cli {
 namespace {
@@ -43,7 +43,7 @@ int Run(const RunOptions& o) {
   if (!ApplyLogLevel(o.common)) return kExitUsage;
   auto config = LoadConfigOrReport(o.common.config_path, o.shard_id);
   if (!config) return kExitFailure;
-  bool batch = pipeline::IsBatchConfig(*config);
+  bool batch = batch::IsBatchConfig(*config);
   if (!o.export_prompts.empty() && !batch) LOG_WARN("--export-prompts is ignored: the config has no batch_api output");
   if (batch && !o.export_prompts.empty() && config->execution.mode == "slurm" && !o.shard_id) {
     LOG_ERROR("--export-prompts is not supported in slurm mode. Run it in local mode.");
@@ -51,7 +51,7 @@ int Run(const RunOptions& o) {
   }
   if (batch && o.export_prompts.empty()) {  // the key, before any row is read or any worker starts
     const config::Processor* p = config->FindProcessor("batch_api");
-    Status key = p ? process::CheckApiKey(p->batch_api.provider, config::ProcessEnvLookup()) : Status::OK();
+    Status key = p ? batch::CheckApiKey(p->batch_api.provider, config::ProcessEnvLookup()) : Status::OK();
     if (!key.ok()) {
       LOG_ERROR(key.message());
       return kExitFailure;

@@ -6,9 +6,9 @@
 
 #include "data/json.h"
 #include "util/env.h"
-#include "util/http_async.h"
+#include "util/http/event_loop.h"
 #include "util/log.h"
-#include "util/subprocess.h"
+#include "util/process/subprocess.h"
 
 namespace mmirage::engine {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "data/json.h"
 #include "util/env.h"
-#include "util/http_async.h"
+#include "util/http/event_loop.h"
 #include "util/log.h"
 
 namespace mmirage::engine {

@@ -1,5 +1,5 @@
 // The OpenAI engine: requests to an OpenAI-compatible HTTP endpoint (SGLang, vLLM, llama-server, a hosted API),
-// asynchronous on one event-loop thread (libcurl multi, util/http_async.h) — no thread per request — with at most
+// asynchronous on one event-loop thread (libcurl multi, util/http/event_loop.h) — no thread per request — with at most
 // `max_concurrency` requests in flight; the rest wait in a FIFO queue (retries go first).
 //
 // Faults, per request (the same scheduler as the embedded engine sees only the final Completion):

@@ -12,9 +12,9 @@
 #include "pipeline/row_transform.h"
 #include "pipeline/shard_runner.h"
 #include "process/cache_key.h"
-#include "process/engine_factory.h"
-#include "process/llm_options.h"
-#include "process/model_ref.h"
+#include "process/llm/engine_factory.h"
+#include "process/llm/llm_options.h"
+#include "process/llm/model_ref.h"
 #include "stats/shard_stats.h"
 #include "util/log.h"
 
@@ -100,7 +100,7 @@ bool IsPaid(const config::Processor& p) { return p.type == "batch_api" || (p.typ
 // Upper bound of one output's generated tokens per request; nullopt when the config sets none.
 std::optional<int64_t> MaxTokens(const config::Processor& p) {
   if (p.type == "llm") {
-    auto sm = process::MapSamplingParams(p);
+    auto sm = process::llm::MapSamplingParams(p);
     if (sm.ok()) return sm->params.max_new_tokens;
     return std::nullopt;
   }
@@ -140,8 +140,8 @@ class Tokenizers {
     std::unique_ptr<engine::PromptTokenizer> tok;
     bool gguf = p.type == "llm" && (p.llm.backend == "llama" || (p.llm.backend == "llama-server" && p.llm.server_command.empty()));
     if (gguf) {
-      MMIRAGE_ASSIGN_OR_RETURN(process::EngineOptionsMapping m, process::MapEngineOptions(p));
-      auto local = process::ResolveModelPath(Env::Default(), m.options.model_path, config::ProcessEnvLookup());
+      MMIRAGE_ASSIGN_OR_RETURN(process::llm::EngineOptionsMapping m, process::llm::MapEngineOptions(p));
+      auto local = process::llm::ResolveModelPath(Env::Default(), m.options.model_path, config::ProcessEnvLookup());
       if (!local.ok()) return local.status().WithContext(p.loc.ToString() + ": processor 'llm'");
       auto t = engine::CreateLlamaTokenizer(*local, m.options.chat_template_file);
       if (!t.ok()) return t.status().WithContext(p.loc.ToString() + ": processor 'llm'");
@@ -187,7 +187,7 @@ Status CountRowTokens(const config::Config& c, const pipeline::RowTransform& t, 
       if (tok != nullptr) {
         engine::Request req;
         req.prompt = prompt.value;
-        auto sm = process::MapSamplingParams(*p);
+        auto sm = process::llm::MapSamplingParams(*p);
         if (sm.ok()) req.chat_template_kwargs = sm->chat_template_kwargs;
         auto n = tok->CountPromptTokens(req);
         if (!n.ok()) {
@@ -505,7 +505,7 @@ Result<EstimateReport> RunEstimate(const EstimateOptions& opt) {
       LOG_INFO("estimate: running the " << rep.sample_rows << "-row sample"
                                         << (remote ? " on " + opt.generate_via : " on the configured engine"));
       process::EngineFactory factory = opt.engine_factory ? opt.engine_factory
-                                                          : process::DefaultEngineFactory({sc.loading.state_dir, 0, nullptr});
+                                                          : process::llm::DefaultEngineFactory({sc.loading.state_dir, 0, nullptr});
       MMIRAGE_ASSIGN_OR_RETURN(SampleRun r, RunSample(env, sc, factory, guard.path));
       run = std::move(r);
     }

@@ -30,7 +30,7 @@ struct EstimateOptions {
   bool generate = true;                // false: --no-generate
   std::string generate_via;            // base URL of an OpenAI-compatible endpoint for paid outputs
   Env* env = nullptr;
-  process::EngineFactory engine_factory;  // default: process::DefaultEngineFactory (tests inject)
+  process::EngineFactory engine_factory;  // default: process::llm::DefaultEngineFactory (tests inject)
 };
 
 struct EstimateReport {

@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "engine/managed_server.h"
-#include "process/image_gen_processor.h"
+#include "process/image_gen/image_gen_processor.h"
 #include "pipeline/failure_report.h"
 #include "state/shard_state.h"
 #include "util/log.h"
 #include "util/signals.h"
-#include "util/subprocess.h"
+#include "util/process/subprocess.h"
 
 namespace mmirage::exec {
 namespace {
@@ -58,7 +58,7 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
   // URL in MMIRAGE_SGLANG_BASE_URL).
   std::unique_ptr<engine::ManagedServer> image_server;
   if (!queue.empty()) {
-    auto s = process::StartSharedImageServer(config, config.loading.state_dir, config::ProcessEnvLookup());
+    auto s = process::image_gen::StartSharedImageServer(config, config.loading.state_dir, config::ProcessEnvLookup());
     if (!s.ok()) {
       LOG_ERROR(s.status().message());
       return 1;

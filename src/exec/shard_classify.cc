@@ -8,7 +8,7 @@
 #include "state/heartbeat.h"
 #include "state/shard_state.h"
 #include "stats/shard_stats.h"
-#include "util/process.h"
+#include "util/process/process_info.h"
 
 namespace mmirage::exec {
 namespace {

@@ -59,7 +59,7 @@ struct ClassifyOptions {
   int64_t max_retries = 3;
   double heartbeat_timeout_seconds = 300;  // <= 0 disables the heartbeat test
   std::string hostname;                    // this machine; default env->Hostname()
-  std::function<bool(int64_t pid)> process_alive;  // default: util/process.h ProcessAlive (kill(pid, 0))
+  std::function<bool(int64_t pid)> process_alive;  // default: util/process/process_info.h ProcessAlive (kill(pid, 0))
 };
 // State directory, shard count, retry budget and heartbeat timeout of a loaded config.
 ClassifyOptions ClassifyOptionsFromConfig(Env* env, const config::Config& config);

@@ -19,7 +19,7 @@
 #include "exec/slurm_script.h"
 #include "util/env.h"
 #include "util/status.h"
-#include "util/subprocess.h"
+#include "util/process/subprocess.h"
 
 namespace mmirage::exec {
 

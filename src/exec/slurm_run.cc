@@ -6,8 +6,8 @@
 #include "exec/shard_classify.h"
 #include "pipeline/failure_report.h"
 #include "util/log.h"
-#include "util/process.h"
-#include "util/subprocess.h"
+#include "util/process/process_info.h"
+#include "util/process/subprocess.h"
 
 namespace mmirage::exec {
 namespace {

@@ -3,7 +3,7 @@
 #include "data/tagged_json.h"
 
 #include "data/json.h"
-#include "process/image_inputs.h"
+#include "process/llm/image_inputs.h"
 
 namespace mmirage::pipeline {
 
@@ -24,7 +24,7 @@ RowTransform::RowTransform(const config::Config* config, Env* env, std::string i
   for (size_t i = 0; i < inputs.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (inputs[i].name == inputs[j].name) unique_input_names_ = false;
-  image_names_ = process::ImageVariableNames(*config_);
+  image_names_ = process::llm::ImageVariableNames(*config_);
   // Image columns (pipeline.md §7.3): plain references to image_gen outputs in path mode, top level only.
   const auto& schema = config_->processing.output_schema;
   if (schema.kind == config::OutputNode::Kind::kMap) {
@@ -117,7 +117,7 @@ Result<Value> RowTransform::ResolveImage(const Value& v) const {
   std::string s = v.as_string();
   if (s.rfind("http://", 0) == 0 || s.rfind("https://", 0) == 0) return v;
   if (s.rfind("data:", 0) == 0) {
-    Result<std::string> bytes = process::DecodeDataUri(s);
+    Result<std::string> bytes = process::llm::DecodeDataUri(s);
     if (!bytes.ok()) return bytes.status();
     if (bytes->empty()) return Status::InvalidArgument("data: URI holds no bytes");
     return v;
@@ -153,7 +153,7 @@ StageResult<std::string> RowTransform::RenderPrompt(size_t index, const Value& v
   const auto& o = config_->processing.outputs[index];
   if (!o.prompt_tmpl) return StageResult<std::string>{};  // custom outputs have no prompt
   auto r = image_names_.empty() || o.type != "llm" ? o.prompt_tmpl->Render(vars)
-                                : o.prompt_tmpl->Render(process::WithImagePlaceholders(vars, image_names_));
+                                : o.prompt_tmpl->Render(process::llm::WithImagePlaceholders(vars, image_names_));
   if (!r.ok()) {
     return StageResult<std::string>::Fail(Stage::kRenderPrompt, "output '" + o.name + "' prompt: " + r.status().message());
   }

@@ -70,7 +70,7 @@ class RowTransform {
   const std::vector<config::OutputVar>& outputs() const { return config_->processing.outputs; }
 
   // The rendered prompt of output `index` for `vars` (stage kRenderPrompt on error). In `llm` prompts image
-  // variables render as their placeholders (process/image_inputs.h: where the prompt places an image).
+  // variables render as their placeholders (process/llm/image_inputs.h: where the prompt places an image).
   StageResult<std::string> RenderPrompt(size_t index, const Value& vars) const;
 
  private:

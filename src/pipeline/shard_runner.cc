@@ -24,8 +24,8 @@
 #include "pipeline/stream_scheduler.h"
 #include "process/cache_key.h"
 #include "pipeline/timeline_recorder.h"
-#include "process/engine_factory.h"
-#include "process/model_ref.h"
+#include "process/llm/engine_factory.h"
+#include "process/llm/model_ref.h"
 #include "pipeline/row_transform.h"
 #include "pipeline/shard_writer.h"
 #include "state/heartbeat.h"
@@ -340,7 +340,7 @@ Status ShardAttempt::StartGenerator() {
   if (!config_.processing.outputs.empty()) {
     std::vector<std::string> warnings;
     process::EngineFactory factory = opt_.engine_factory ? opt_.engine_factory
-                                                         : process::DefaultEngineFactory(
+                                                         : process::llm::DefaultEngineFactory(
                                                                {config_.loading.state_dir, opt_.shard_id, nullptr});
     auto g = process::OutputGenerator::Create(config_, factory, &warnings);
     for (const auto& w : warnings) LOG_WARN(w);
@@ -549,7 +549,7 @@ Status CheckRunnable(const config::Config& config) {
     }
     const config::Processor* p = config.FindProcessor(o.type);
     // Per backend: the model file (llama, llama-server), the llama-server binary; endpoints are checked at start.
-    if (p != nullptr) MMIRAGE_TRY(process::CheckBackendRunnable(*p));
+    if (p != nullptr) MMIRAGE_TRY(process::llm::CheckBackendRunnable(*p));
   }
   return Status::OK();
 }

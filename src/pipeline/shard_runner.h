@@ -30,7 +30,8 @@ struct ShardRunOptions {
   bool quiet = false;                              // no progress display at all (--quiet)
   std::optional<std::string> cuda_visible_devices;  // picks the GPUs the poller watches
   double timeline_interval_seconds = 10;            // timeline.jsonl sample period (MMIRAGE_TIMELINE_INTERVAL_SECONDS)
-  // Makes the engines of model outputs; default: process::DefaultEngineFactory() (by backend). Injectable for tests.
+  // Makes the engines of model outputs; default: process::llm::DefaultEngineFactory() (by backend). Injectable
+  // for tests.
   process::EngineFactory engine_factory;
 };
 

@@ -2,9 +2,7 @@
 
 #include "cache/hash.h"
 #include "data/json.h"
-#include "process/batch_provider.h"
-#include "process/batch_request.h"
-#include "process/llm_options.h"
+#include "process/llm/llm_options.h"
 #include "util/log.h"
 
 namespace mmirage::process {
@@ -41,7 +39,7 @@ Result<std::string> ModelIdentity(Env* env, const config::Processor& p, const st
   if (llm.backend == "llama" || (llm.backend == "llama-server" && llm.server_command.empty())) {
     h.AddString("gguf");
     MMIRAGE_TRY(HashFilePrefix(env, model_path, kModelIdentityBytes, &h));
-    MMIRAGE_ASSIGN_OR_RETURN(EngineOptionsMapping m, MapEngineOptions(p));
+    MMIRAGE_ASSIGN_OR_RETURN(process::llm::EngineOptionsMapping m, process::llm::MapEngineOptions(p));
     const engine::LlamaEngineOptions& o = m.options;
     if (!o.chat_template_file.empty()) {
       MMIRAGE_ASSIGN_OR_RETURN(std::string tmpl, env->ReadFileToString(o.chat_template_file));
@@ -111,20 +109,6 @@ std::string RequestKey(const std::string& model_identity, const engine::Request&
   return h.Finish();
 }
 
-bool IsBatchDeterministic(const config::BatchApiProcessor& p) {
-  return (p.temperature && *p.temperature <= 0) || (p.provider == "openai" && p.seed.has_value());
-}
-
-std::string BatchRequestKey(const config::BatchApiProcessor& p, const Value& request) {
-  const Value* payload = request.Find(p.provider == "openai" ? "body" : "params");
-  if (payload == nullptr || !payload->is_object()) return "";
-  cache::Hasher h;
-  h.AddString("mmirage-batch-request-1").AddString("batch_api").AddString(p.provider).AddString(BatchBaseUrl(p));
-  h.AddString(p.provider == "openai" ? p.batch_endpoint : "/v1/messages");
-  h.AddString(PyJson(*payload, /*compact=*/true, /*sort_keys=*/true));
-  return h.Finish();
-}
-
 OutputCachePlan PlanOutputCache(const config::Config& config, const config::OutputVar& o) {
   if (config.execution.cache == "off") return {false, "cache: off"};
   const config::Processor* p = config.FindProcessor(o.type);
@@ -139,7 +123,7 @@ OutputCachePlan PlanOutputCache(const config::Config& config, const config::Outp
                                        (b.provider == "openai" ? " or a seed)" : ")")};
   }
   if (o.type != "llm" || p == nullptr) return {false, "not an llm output"};
-  auto sm = MapSamplingParams(*p);
+  auto sm = process::llm::MapSamplingParams(*p);
   if (!sm.ok()) return {false, sm.status().message()};
   const engine::SamplingParams& s = sm->params;
   std::string mode = config.execution.cache == "read" ? " (cache: read)" : "";

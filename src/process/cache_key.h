@@ -38,15 +38,6 @@ bool IsDeterministic(const engine::SamplingParams& sampling);
 // inline bytes hashed; a URL by itself). "" when an image file cannot be read (the request is then not cached).
 std::string RequestKey(const std::string& model_identity, const engine::Request& request, Env* env = nullptr);
 
-// Provider batch requests (batch_api): deterministic when `temperature` is 0 or (OpenAI) a `seed` is set; the
-// provider's default temperature is not 0, so a config without them is not cached.
-bool IsBatchDeterministic(const config::BatchApiProcessor& p);
-// The key of one provider batch request (process/batch_request.h): engine kind "batch_api", provider, base URL
-// (BatchBaseUrl), OpenAI's batch_endpoint, and the request as sent minus its custom_id (OpenAI `body`,
-// Anthropic `params`: model, messages with their inlined images, sampling, max_tokens, the JSON schema) as
-// canonical JSON (sorted keys). "" when the request has neither body nor params.
-std::string BatchRequestKey(const config::BatchApiProcessor& p, const Value& request);
-
 // Whether the generations of `output` will use the cache under `config`, and a short reason for preview/estimate
 // ("greedy", "seed 7", "cache: off", "temperature 0.8 without a seed", ...).
 struct OutputCachePlan {

@@ -5,13 +5,13 @@
 #include "cache/generation_cache.h"
 #include "data/utf8.h"
 #include "process/cache_key.h"
-#include "process/image_inputs.h"
-#include "process/custom_processor.h"
-#include "process/image_gen_processor.h"
-#include "process/json_output.h"
-#include "process/llm_options.h"
-#include "process/mmproj.h"
-#include "process/model_ref.h"
+#include "process/llm/image_inputs.h"
+#include "process/custom/custom_processor.h"
+#include "process/image_gen/image_gen_processor.h"
+#include "process/llm/json_output.h"
+#include "process/llm/llm_options.h"
+#include "process/llm/mmproj.h"
+#include "process/llm/model_ref.h"
 #include "util/log.h"
 
 namespace mmirage::process {
@@ -42,13 +42,13 @@ constexpr double kRetryTemperature = 0.7;  // regenerations of a greedy output s
 
 EngineFactory LlamaEngineFactory() {
   return [](const config::Processor& p, std::vector<std::string>* warnings) -> Result<std::unique_ptr<engine::Engine>> {
-    MMIRAGE_ASSIGN_OR_RETURN(EngineOptionsMapping m, MapEngineOptions(p));
+    MMIRAGE_ASSIGN_OR_RETURN(process::llm::EngineOptionsMapping m, process::llm::MapEngineOptions(p));
     warnings->insert(warnings->end(), m.warnings.begin(), m.warnings.end());
     // hf://owner/repo/file.gguf → the cached file, downloaded first when missing.
-    auto local = ResolveModelPath(Env::Default(), m.options.model_path, config::ProcessEnvLookup());
+    auto local = process::llm::ResolveModelPath(Env::Default(), m.options.model_path, config::ProcessEnvLookup());
     if (!local.ok()) return local.status().WithContext(p.loc.ToString() + ": processor 'llm'");
     m.options.model_path = *local;
-    auto mmproj = ResolveMmprojPath(Env::Default(), *local, p.llm.mmproj_path, config::ProcessEnvLookup());
+    auto mmproj = process::llm::ResolveMmprojPath(Env::Default(), *local, p.llm.mmproj_path, config::ProcessEnvLookup());
     if (!mmproj.ok()) return mmproj.status().WithContext(p.loc.ToString() + ": processor 'llm'");
     m.options.mmproj_path = *mmproj;
     auto e = engine::CreateLlamaEngine(m.options);
@@ -74,12 +74,12 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
       if (!g->processors_.count(o.type)) {
         std::unique_ptr<OutputProcessor> proc;
         if (o.type == "custom") {
-          MMIRAGE_ASSIGN_OR_RETURN(proc, StartCustomProcessor(*p, CustomStartOptions{}, warnings));
+          MMIRAGE_ASSIGN_OR_RETURN(proc, process::custom::StartCustomProcessor(*p, process::custom::CustomStartOptions{}, warnings));
         } else {
-          ImageGenStartOptions io;
+          process::image_gen::ImageGenStartOptions io;
           io.shard_id = config.loading.shard_id;
           io.log_dir = JoinPath(config.loading.state_dir, "shard_" + std::to_string(config.loading.shard_id));
-          MMIRAGE_ASSIGN_OR_RETURN(proc, StartImageGenProcessor(config, *p, io, warnings));
+          MMIRAGE_ASSIGN_OR_RETURN(proc, process::image_gen::StartImageGenProcessor(config, *p, io, warnings));
         }
         g->processors_[o.type] = std::move(proc);
       }
@@ -94,17 +94,17 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
     if (!g->engines_.count(o.type)) {
       config::Processor pc = *p;
       // Image inputs need a projector: without server_args.mmproj_path, look for one next to the model.
-      if (pc.llm.mmproj_path.empty() && ConfigHasImageInputs(config)) pc.llm.mmproj_path = kMmprojAuto;
+      if (pc.llm.mmproj_path.empty() && process::llm::ConfigHasImageInputs(config)) pc.llm.mmproj_path = process::llm::kMmprojAuto;
       MMIRAGE_ASSIGN_OR_RETURN(auto e, factory(pc, warnings));
       g->engines_[o.type] = std::move(e);
     }
     route->engine = g->engines_[o.type].get();
-    MMIRAGE_ASSIGN_OR_RETURN(SamplingMapping sm, MapSamplingParams(*p));
+    MMIRAGE_ASSIGN_OR_RETURN(process::llm::SamplingMapping sm, process::llm::MapSamplingParams(*p));
     warnings->insert(warnings->end(), sm.warnings.begin(), sm.warnings.end());
     route->base.sampling = sm.params;
     route->base.chat_template_kwargs = sm.chat_template_kwargs;
-    if (o.json) route->base.json_schema = BuildJsonSchema(o.schema);
-    route->image_names = ImageVariableNames(config);
+    if (o.json) route->base.json_schema = process::llm::BuildJsonSchema(o.schema);
+    route->image_names = process::llm::ImageVariableNames(config);
     g->routes_.push_back(std::move(route));
   }
   return g;
@@ -121,7 +121,7 @@ void OutputGenerator::Generate(size_t output_index, std::string prompt, const Va
   a->request = a->route->base;
   a->done = std::move(done);
   if (!a->route->image_names.empty()) {
-    Result<PlacedImages> placed = PlaceImages(std::move(prompt), vars, a->route->image_names);
+    Result<process::llm::PlacedImages> placed = process::llm::PlaceImages(std::move(prompt), vars, a->route->image_names);
     if (!placed.ok()) {
       a->result.status = placed.status().WithContext("output '" + a->route->output->name + "'");
       a->done(std::move(a->result));
@@ -146,8 +146,8 @@ void OutputGenerator::EnableCache(cache::GenerationCache* cache) {
     if (p == nullptr || p->type != "llm" || r->processor != nullptr) continue;  // custom / image_gen: not cached
     if (!identities.count(p)) {
       std::string model = p->llm.model_path;
-      if (IsHfModelRef(model)) {  // already downloaded by the engine factory: a local lookup
-        auto local = ResolveModelPath(Env::Default(), model, config::ProcessEnvLookup());
+      if (process::llm::IsHfModelRef(model)) {  // already downloaded by the engine factory: a local lookup
+        auto local = process::llm::ResolveModelPath(Env::Default(), model, config::ProcessEnvLookup());
         model = local.ok() ? *local : "";
       }
       auto id = ModelIdentity(Env::Default(), *p, model);
@@ -214,7 +214,7 @@ void OutputGenerator::OnCompletion(const std::shared_ptr<Attempt>& a, engine::Co
     size_t b = text.find_first_not_of(" \t\r\n"), en = text.find_last_not_of(" \t\r\n");
     text = b == std::string::npos ? "" : text.substr(b, en - b + 1);
     if (o.json) {
-      auto checked = CheckJsonOutput(text, o.schema);
+      auto checked = process::llm::CheckJsonOutput(text, o.schema);
       if (checked.ok()) {
         value = std::move(*checked);
       } else {

@@ -33,7 +33,7 @@ EngineFactory LlamaEngineFactory();
 class OutputGenerator {
  public:
   // Creates one engine per processor type that some output uses (`llm`; a config with image inputs gives the
-  // factory the processor with server_args.mmproj_path "auto" when unset: see process/mmproj.h), or its
+  // factory the processor with server_args.mmproj_path "auto" when unset: see process/llm/mmproj.h), or its
   // OutputProcessor (`custom`, `image_gen`: started here, workers booted and servers validated). Errors: engine
   // load and processor start failures (located at the processor), a processor type this build cannot run
   // (batch_api).
@@ -43,7 +43,7 @@ class OutputGenerator {
 
   // `vars` is the row's variable environment so far (inputs and earlier outputs, an object): processors that need
   // more than the prompt (images, user functions, extra templates) read it. The config's image variables become
-  // the request's images of `llm` outputs (process/image_inputs.h); an unusable image value finishes at once, on
+  // the request's images of `llm` outputs (process/llm/image_inputs.h); an unusable image value finishes at once, on
   // this thread, with an error. REQUIRES: config.processing.outputs[output_index] is a model output.
   void Generate(size_t output_index, std::string prompt, const Value& vars, const RowInfo& row,
                 std::function<void(GenerateResult)> done);

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "query/jmespath_ast.h"
-#include "query/jmespath_interpreter.h"
+#include "query/internal/jmespath_ast.h"
+#include "query/internal/jmespath_interpreter.h"
 
 namespace mmirage::query {
 namespace {

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "util/nvml.h"
-#include "util/subprocess.h"
-#include "util/process.h"
+#include "util/process/subprocess.h"
+#include "util/process/process_info.h"
 
 namespace mmirage {
 namespace {

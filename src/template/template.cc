@@ -5,8 +5,8 @@
 #include <exception>
 #include <set>
 
-#include "template/ast.h"
-#include "template/renderer.h"
+#include "template/internal/ast.h"
+#include "template/internal/renderer.h"
 
 namespace mmirage::tmpl {
 

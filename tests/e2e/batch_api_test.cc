@@ -19,9 +19,9 @@
 #include "data/json.h"
 #include "e2e/batch_e2e_util.h"
 #include "e2e/e2e_util.h"
-#include "util/http_async.h"
+#include "util/http/event_loop.h"
 #include "util/net.h"
-#include "util/subprocess.h"
+#include "util/process/subprocess.h"
 
 namespace mmirage::testing {
 namespace {

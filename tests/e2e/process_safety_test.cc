@@ -10,7 +10,7 @@
 
 #include "e2e/e2e_util.h"
 #include "support/proc_util.h"
-#include "util/subprocess.h"
+#include "util/process/subprocess.h"
 
 namespace mmirage::testing {
 namespace {

@@ -22,7 +22,7 @@ std::string MakeModelTool() {
 std::string SlurmProblem() {
   CommandResult r = RunCommand("sinfo -h -o %t");
   if (r.exit_code != 0) return "`sinfo -h -o %t` failed (exit " + std::to_string(r.exit_code) + "): " + r.err;
-  for (const char* ok : {"idle", "mix", "alloc"})
+  for (const char* ok : {"idle", "mix", "alloc", "comp"})  // comp: finishing the last job, takes new ones
     if (r.out.find(ok) != std::string::npos) return "";
   return "no idle node (sinfo says: " + r.out + ")";
 }

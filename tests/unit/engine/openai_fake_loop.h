@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "util/http_async.h"
+#include "util/http/event_loop.h"
 
 namespace mmirage::testing {
 

@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "process/batch_request.h"
 #include "support/test_util.h"
 
 namespace mmirage::process {
@@ -88,75 +87,6 @@ TEST(CacheKeyTest, ModelIdentityFollowsTheFileAndTheEndpoint) {
   EXPECT_NE(*x, *y);
 }
 
-
-config::BatchApiProcessor OpenAiBatch() {
-  config::BatchApiProcessor p;
-  p.provider = "openai";
-  p.model = "gpt-4.1-mini";
-  p.temperature = 0;
-  return p;
-}
-
-Value BatchReq(const config::BatchApiProcessor& p, const std::string& custom_id, const std::string& prompt,
-               std::vector<std::string> schema = {}) {
-  BatchPrompt in;
-  in.custom_id = custom_id;
-  in.prompt = prompt;
-  in.expected_schema = std::move(schema);
-  auto r = BuildBatchRequest(p, Env::Default(), in);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return *r;
-}
-
-TEST(BatchCacheKeyTest, TheRequestAsSentDecidesTheKeyNotItsCustomId) {
-  config::BatchApiProcessor p = OpenAiBatch();
-  const std::string base = BatchRequestKey(p, BatchReq(p, "qa-text-s0-d0p0-r1", "Ask: x"));
-  EXPECT_EQ(base.size(), 32u);
-  EXPECT_EQ(BatchRequestKey(p, BatchReq(p, "qa-text-s3-d1p0-r9", "Ask: x")), base);  // another row, same request
-  EXPECT_NE(BatchRequestKey(p, BatchReq(p, "a", "Ask: y")), base);
-  EXPECT_NE(BatchRequestKey(p, BatchReq(p, "a", "Ask: x", {"question"})), base);  // the schema is sent
-  config::BatchApiProcessor m = p;
-  m.model = "gpt-4.1";
-  EXPECT_NE(BatchRequestKey(m, BatchReq(m, "a", "Ask: x")), base);
-  config::BatchApiProcessor s = p;
-  s.seed = 3;
-  EXPECT_NE(BatchRequestKey(s, BatchReq(s, "a", "Ask: x")), base);
-  config::BatchApiProcessor u = p;
-  u.base_url = "http://127.0.0.1:9/v1";
-  EXPECT_NE(BatchRequestKey(u, BatchReq(u, "a", "Ask: x")), base);  // another endpoint
-  config::BatchApiProcessor e = p;
-  e.batch_endpoint = "/v1/responses";
-  EXPECT_NE(BatchRequestKey(e, BatchReq(e, "a", "Ask: x")), base);
-  config::BatchApiProcessor an;
-  an.provider = "anthropic";
-  an.model = "claude-haiku-4-5";
-  an.temperature = 0;
-  const std::string ak = BatchRequestKey(an, BatchReq(an, "a", "Ask: x"));
-  EXPECT_EQ(ak.size(), 32u);
-  EXPECT_NE(ak, base);
-  config::BatchApiProcessor an2 = an;
-  an2.max_tokens = 100;
-  EXPECT_NE(BatchRequestKey(an2, BatchReq(an2, "a", "Ask: x")), ak);
-  EXPECT_EQ(BatchRequestKey(p, Value::EmptyObject()), "");
-}
-
-TEST(BatchCacheKeyTest, OnlyTemperatureZeroOrAnOpenAiSeedIsDeterministic) {
-  config::BatchApiProcessor p = OpenAiBatch();
-  EXPECT_TRUE(IsBatchDeterministic(p));
-  p.temperature.reset();
-  EXPECT_FALSE(IsBatchDeterministic(p));  // the provider's default temperature
-  p.seed = 1;
-  EXPECT_TRUE(IsBatchDeterministic(p));
-  p.temperature = 0.7;
-  EXPECT_TRUE(IsBatchDeterministic(p));
-  config::BatchApiProcessor a;
-  a.provider = "anthropic";
-  EXPECT_FALSE(IsBatchDeterministic(a));
-  a.temperature = 0.5;
-  EXPECT_FALSE(IsBatchDeterministic(a));
-  a.temperature = 0;
-  EXPECT_TRUE(IsBatchDeterministic(a));
-}
 
 }  // namespace
 }  // namespace mmirage::process

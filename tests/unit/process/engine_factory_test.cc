@@ -1,14 +1,14 @@
-// Config → OpenAI engine options and managed server commands (process/engine_factory.h).
-#include "process/engine_factory.h"
+// Config → OpenAI engine options and managed server commands (process/llm/engine_factory.h).
+#include "process/llm/engine_factory.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "util/subprocess.h"
+#include "util/process/subprocess.h"
 
 #include "data/json.h"
 
-namespace mmirage::process {
+namespace mmirage::process::llm {
 namespace {
 
 config::Processor Llm(const std::string& backend, const std::string& extra_json = "{}") {
@@ -164,4 +164,4 @@ TEST(EngineFactoryTest, OneStringServerCommandQuotesSubstitutedValuesForTheShell
 }
 
 }  // namespace
-}  // namespace mmirage::process
+}  // namespace mmirage::process::llm

@@ -4,10 +4,10 @@
 
 #include "config/config.h"
 #include "data/json.h"
-#include "process/image_codec.h"
-#include "process/image_gen_processor.h"
+#include "process/image_gen/image_codec.h"
+#include "process/image_gen/image_gen_processor.h"
 
-namespace mmirage::process {
+namespace mmirage::process::image_gen {
 namespace {
 
 TEST(ImageGenUrlTest, NormalisesAsTheOriginal) {
@@ -104,4 +104,4 @@ TEST(Base64Test, StrictDecoding) {
 }
 
 }  // namespace
-}  // namespace mmirage::process
+}  // namespace mmirage::process::image_gen

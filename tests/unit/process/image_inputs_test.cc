@@ -1,13 +1,13 @@
-// Image values and the placement rule (process/image_inputs.h), and the projector lookup (process/mmproj.h).
-#include "process/image_inputs.h"
+// Image values and the placement rule (process/llm/image_inputs.h), and the projector lookup (process/llm/mmproj.h).
+#include "process/llm/image_inputs.h"
 
 #include <gtest/gtest.h>
 
 #include "data/json.h"
-#include "process/mmproj.h"
+#include "process/llm/mmproj.h"
 #include "support/test_util.h"
 
-namespace mmirage::process {
+namespace mmirage::process::llm {
 namespace {
 
 const std::string kM = engine::kImageMarker;
@@ -125,4 +125,4 @@ TEST(MmprojTest, AutoFindsExactlyOneProjectorNextToTheModel) {
 }
 
 }  // namespace
-}  // namespace mmirage::process
+}  // namespace mmirage::process::llm

@@ -1,10 +1,10 @@
-#include "process/json_output.h"
+#include "process/llm/json_output.h"
 
 #include <gtest/gtest.h>
 
 #include "data/json.h"
 
-namespace mmirage::process {
+namespace mmirage::process::llm {
 namespace {
 
 using config::FieldType;
@@ -50,4 +50,4 @@ TEST(JsonOutputTest, EveryViolationIsNamed) {
 }
 
 }  // namespace
-}  // namespace mmirage::process
+}  // namespace mmirage::process::llm

@@ -1,4 +1,4 @@
-#include "process/model_ref.h"
+#include "process/llm/model_ref.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -15,7 +15,7 @@
 #include "support/test_util.h"
 #include "util/log.h"
 
-namespace mmirage::process {
+namespace mmirage::process::llm {
 namespace {
 
 using testing::LocalHttpServer;
@@ -191,4 +191,4 @@ TEST_F(ResolveModelPathTest, NoCacheLocationIsInvalidArgument) {
 }
 
 }  // namespace
-}  // namespace mmirage::process
+}  // namespace mmirage::process::llm

@@ -1,4 +1,4 @@
-#include "util/http.h"
+#include "util/http/download.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

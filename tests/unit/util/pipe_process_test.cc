@@ -1,7 +1,7 @@
 // PipeProcess: lines both ways, timeouts that keep partial lines, EOF on exit, SIGPIPE-free writes, kill.
 #include <gtest/gtest.h>
 
-#include "util/pipe_process.h"
+#include "util/process/pipe_process.h"
 
 namespace mmirage {
 namespace {

@@ -19,8 +19,8 @@
 #include <gtest/gtest.h>
 
 #include "support/proc_util.h"
-#include "util/pipe_process.h"
-#include "util/subprocess.h"
+#include "util/process/pipe_process.h"
+#include "util/process/subprocess.h"
 
 namespace mmirage {
 namespace {
@@ -41,7 +41,7 @@ int CountOpenFds() {
   return n - 1;  // the directory's own descriptor
 }
 
-// Guard processes (util/spawn.h) watching group `pgid`, by their command line.
+// Guard processes (util/process/spawn.h) watching group `pgid`, by their command line.
 int GuardsFor(int pgid) {
   int n = 0;
   DIR* d = ::opendir("/proc");

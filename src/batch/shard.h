@@ -1,0 +1,80 @@
+// The lifecycle of a shard whose outputs go to a provider batch API (batch_api):
+//
+//   submit   every row of the shard is rendered into provider requests (batch/request.h), chunked by
+//            bytes and count, each chunk written to the state directory and journaled (batch/journal.h)
+//            *before* it is sent, then submitted, journaled again and a receipt appended in the original's
+//            format. The shard then stands as `submitted` in status.json.
+//   collect  finished batches are downloaded (OpenAI output and error files, Anthropic results); while some is
+//            in progress the shard stays submitted. When all are done each answer goes into its row (JSON outputs
+//            parsed and checked like `llm`), outputs that read a batch output are submitted as the next stage,
+//            and at the end output_schema is rendered with the real values and the shard published as a normal
+//            dataset; provider failures and unparsable answers are row errors (errors.jsonl).
+//   export   (--export-prompts) the requests are written in the original's export format; nothing is sent and
+//            no state is changed.
+//   cache    with a deterministic processor (temperature 0, or an OpenAI seed) and `cache` not off, the requests
+//            the generation cache answers are decided before each stage's first chunk and never submitted; the
+//            answers collected are stored in it (batch/cache.h). When every request hits, `run`
+//            publishes the shard at once.
+// Steps: batch/submit.h, batch/collect.h, batch/publish.h, batch/cache.h; shared state batch/context.h.
+// A crash anywhere loses nothing: a re-run re-renders the rows deterministically, skips the chunks the journal
+// holds, resolves a chunk journaled but not known to be submitted (OpenAI: looked up by its metadata key) and
+// never submits a chunk twice. Not thread-safe; one call per process and shard.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "config/config.h"
+#include "util/env.h"
+#include "util/status.h"
+
+namespace mmirage::batch {
+
+struct BatchShardOptions {
+  Env* env = nullptr;
+  const config::Config* config = nullptr;
+  int64_t shard_id = 0;
+  config::EnvLookup env_lookup;           // the API key; default: the process environment
+  std::string export_prompts;             // non-empty: dry run into this file stem or directory
+  bool resubmit_failed = false;           // submit the requests that failed at the provider again
+  bool collect_only = false;              // `collect`: never submit stage 0 (a shard not submitted is an error)
+  std::optional<bool> wait;               // override of the processor's `wait`
+  std::optional<std::string> slurm_job_id, slurm_array_task_id;
+  double retry_base_seconds = 1.0;        // HTTP backoff start
+};
+
+enum class BatchOutcome {
+  kExported,    // dry run written
+  kSubmitted,   // stage 0 submitted by this call
+  kInProgress,  // some batch is still running at the provider (exit 75)
+  kComplete,    // published, status success
+};
+
+struct BatchShardReport {
+  BatchOutcome outcome = BatchOutcome::kInProgress;
+  int64_t rows_written = 0, rows_failed = 0;
+  int64_t batches_total = 0, batches_done = 0, batches_failed = 0;
+  int64_t requests_total = 0, requests_done = 0;
+  int64_t requests_cached = 0;  // answered by the generation cache (never submitted), at publication
+  std::string export_path;
+};
+
+// True when some output of `config` goes to batch_api.
+bool IsBatchConfig(const config::Config& config);
+
+// Every batch the shards' journals hold as submitted, shard by shard in submission order (for `check`).
+struct SubmittedBatch {
+  int64_t shard_id = 0;
+  std::string name;      // text-chunk-000001
+  std::string batch_id;  // the provider's
+  int64_t requests = 0;
+};
+Result<std::vector<SubmittedBatch>> ListSubmittedBatches(Env* env, const config::Config& config);
+
+// Runs the next step of the shard's lifecycle (see above). Errors: a bad config for batch runs, a missing key, a
+// provider error (401, a rejected oversized request…), too many failed rows; the status file says failed with the
+// same message (except in export mode), and what was journaled stays for the next run.
+Result<BatchShardReport> RunBatchShard(const BatchShardOptions& options);
+
+}  // namespace mmirage::batch

@@ -1,0 +1,69 @@
+// Image inputs of a model output: which images a row sends, in which order, and where in the user turn.
+//
+// Placement rule (README "Image inputs"):
+//  - the images of a row are its image variables (inputs with `type: image`, and image_gen outputs once computed)
+//    whose value is not null, in variable name order (as the original orders them);
+//  - a prompt places an image itself by naming its variable, `{{ image_var }}`: the image goes exactly there (each
+//    occurrence is one image, so a variable named twice sends its image twice);
+//  - the images that the prompt does not place go at the start of the user turn, one per line, in name order;
+//  - images are always in the user turn, never after the assistant prefix.
+// The prompt renderer writes a placeholder (ImagePlaceholder) for each image variable; PlaceImages turns the
+// placeholders into engine::kImageMarker and builds the engine's image list in marker order.
+//
+// Image values (after extraction, see pipeline/row_transform.h): an absolute path, an http(s) URL, a `data:` URI,
+// the bytes of an image file, or an HF Image struct {"bytes", "path"} (bytes win; base64 text is accepted for
+// bytes, as JSON holds them).
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+#include "data/value.h"
+#include "engine/engine.h"
+#include "util/status.h"
+
+namespace mmirage::process::llm {
+
+// The image variables of `config` (inputs with type: image, and image_gen outputs), sorted by name, without
+// duplicates.
+std::vector<std::string> ImageVariableNames(const config::Config& config);
+
+// What the prompt renderer writes for image variable `name` (a marker that no template produces by chance).
+std::string ImagePlaceholder(const std::string& name);
+
+// `vars` with each present, non-null image variable of `image_names` replaced by its placeholder (for rendering
+// prompts). Returns `vars` itself when there is nothing to replace.
+Value WithImagePlaceholders(const Value& vars, const std::vector<std::string>& image_names);
+
+struct PlacedImages {
+  std::string prompt;                       // placeholders replaced by engine::kImageMarker; unplaced ones first
+  std::vector<engine::ImageInput> images;   // one per marker, in order
+  std::vector<std::string> variables;       // the image variable of each image
+};
+
+// Applies the placement rule to a prompt rendered from WithImagePlaceholders(vars, image_names). Errors
+// (kInvalidArgument, naming the variable): an image value of an unusable kind (a list, a number, a struct
+// without bytes or path), a malformed data: URI or base64 text.
+Result<PlacedImages> PlaceImages(std::string prompt, const Value& vars, const std::vector<std::string>& image_names);
+
+// One image value as an engine image. Errors as for PlaceImages.
+Result<engine::ImageInput> ToImageInput(const std::string& name, const Value& value);
+
+// Width and height of PNG, GIF, BMP and JPEG bytes from their headers (no decoding); {0, 0} when unknown.
+struct ImageSize {
+  int width = 0;
+  int height = 0;
+};
+ImageSize SniffImageSize(std::string_view bytes);
+
+// `data:[<mime>][;base64],<payload>` → the payload bytes (percent-decoded when not base64). kInvalidArgument
+// when malformed.
+Result<std::string> DecodeDataUri(std::string_view uri);
+// Standard or URL-safe base64, padding optional, whitespace ignored. kInvalidArgument on other characters.
+Result<std::string> DecodeBase64(std::string_view text);
+
+}  // namespace mmirage::process::llm
