@@ -31,7 +31,7 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMIRAG
   -DMMIRAGE_PYTHON="$ROOT/build/venv/bin/python" -DCMAKE_CXX_FLAGS="$SAN $WARN" -DCMAKE_C_FLAGS="$SAN" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 # SANITIZE_TESTS="a_test b_test" narrows the set (e.g. for a quick local check).
-read -r -a TESTS <<<"${SANITIZE_TESTS:-util_test data_test query_test template_test state_test stats_test cache_test config_test process_test pipeline_test exec_test regress_test}"
+read -r -a TESTS <<<"${SANITIZE_TESTS:-util_test data_test query_test template_test state_test stats_test cache_test config_test process_test pipeline_test batch_test exec_test regress_test}"
 present=()
 for t in "${TESTS[@]}"; do
   [ -d "$ROOT/tests/unit/${t%_test}" ] && present+=("$t")
