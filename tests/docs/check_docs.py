@@ -118,6 +118,16 @@ def scratch_dir(root, mmirage):
     return d
 
 
+def guess_line(block, message):
+    """For a merged overlay (whose line numbers are not the block's): the block line naming the first quoted word
+    of the message, e.g. the unknown key; 0 (the fence) when none does."""
+    for word in re.findall(r"'([^']+)'", message):
+        for k, line in enumerate(block.text.split("\n"), start=1):
+            if re.search(r"(^|[\s{,])" + re.escape(word) + r"\s*:", line):
+                return k
+    return 0
+
+
 def validate(block, text, cfg, root, mmirage, line_map):
     """Runs `mmirage validate` on `text`; returns problems as 'FILE:LINE: …' strings."""
     d = scratch_dir(root, mmirage)
@@ -142,7 +152,7 @@ def validate(block, text, cfg, root, mmirage, line_map):
         m = loc.match(line.strip())
         if m:
             kind = m.group(1).lower()
-            where = block.where(int(m.group(2))) if line_map else block.where()
+            where = block.where(int(m.group(2))) if line_map else block.where(guess_line(block, m.group(4)))
             problems.append("%s: mmirage validate: %s: %s" % (where, kind, m.group(4)))
     if r.returncode != 0 and not problems:
         problems.append("%s: mmirage validate exited %d: %s" % (block.where(), r.returncode,
@@ -293,7 +303,11 @@ def slug(heading):
     return s.replace(" ", "-")
 
 
-def anchors(path, cache={}):
+_ANCHORS = {}
+
+
+def anchors(path):
+    cache = _ANCHORS
     if path not in cache:
         seen, out = {}, set()
         with open(path, encoding="utf-8") as f:
@@ -446,7 +460,7 @@ def self_test(mmirage):
         ("README.md:1: the command table has no line for `mmirage check`", "a command missing from the table"),
         ("docs/page.md:8: mmirage validate: error:", "an invalid JMESPath key, on its own line"),
         ("docs/page.md:13: the YAML does not parse", "a fragment that is not YAML"),
-        ("docs/page.md:15: mmirage validate: warning:", "an unknown key in an overlay"),
+        ("docs/page.md:16: mmirage validate: warning:", "an unknown key in an overlay, on its own line"),
         ("docs/page.md:19: `mmirage validate` has no flag --colour", "an unknown flag in a console block"),
     ]
     failed = 0
