@@ -89,7 +89,7 @@ if [ "$LLAMA_MODE" = prebuilt ]; then
     copy_deps "$f"
   done
   # The CPU backend setup.sh built for the build machine's CPU (-march=native): lib/cpu-native/, used where the
-  # running CPU has every flag in its cpu-flags file, else the prebuilt variants above (see the README).
+  # running CPU has every flag in its cpu-flags file, else the prebuilt variants above (see docs/install.md).
   NATIVE_CPU_DIR="$(sed -n 's/^MMIRAGE_LLAMA_NATIVE_CPU_DIR:PATH=//p' "$BUILD/CMakeCache.txt")"
   if [ -n "$NATIVE_CPU_DIR" ]; then
     [ -f "$NATIVE_CPU_DIR/libggml-cpu.so" ] && [ -f "$NATIVE_CPU_DIR/cpu-flags" ] \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the example run report shown in the README: docs/report_example.html and docs/report_example.png.
+# Regenerates the example run report shown in docs/stats.md: docs/report_example.html and docs/report_example.png.
 # A real run on the synthetic test model (build/mmirage-make-test-model, random weights): 3 shards side by side,
 # shard 2 with much longer rows, shard 1 stopped with SIGTERM half-way and resumed; then `mmirage stats --html`,
 # checked and rendered by tests/e2e/check_html_report.py in headless Chromium. Needs a built tree
