@@ -1,4 +1,4 @@
-// `mmirage cache stats|clear` and `mmirage estimate` (issue #15).
+// `mmirage cache stats|clear` and `mmirage estimate`.
 #pragma once
 
 #include "cli/common.h"

@@ -1,4 +1,4 @@
-// SLURM mode in the CLI (spec cli.md §2.2, slurm.md §4): `run` without --shard-id, `submit`, and the submission
+// SLURM mode in the CLI: `run` without --shard-id, `submit`, and the submission
 // that `check --retry` / `retry` use. The orchestration itself is exec/slurm_run.h.
 #pragma once
 

@@ -1,4 +1,4 @@
-// ${ENV} expansion with Python os.path.expandvars semantics (spec config.md §2), and "~" expansion.
+// ${ENV} expansion with Python os.path.expandvars semantics, and "~" expansion.
 // The only place besides ProcessEnvLookup that knows about the process environment.
 #include <cstdlib>
 

@@ -3,7 +3,7 @@
 //
 // Scalars are resolved like PyYAML's safe loader (YAML 1.1: yes/no/on/off are booleans, `1e3` is a string,
 // quoted scalars are always strings). Every string *value* is passed through ${ENV} expansion when read.
-// Types are checked, not coerced (a quoted "3" is not an int), as the original's dacite conversion does; an
+// Types are checked, not coerced (a quoted "3" is not an int), as Python's dacite conversion does; an
 // int is accepted for a float and a bool for an int.
 #pragma once
 

@@ -59,7 +59,7 @@ struct LlamaEngineOptions {
   bool prefix_reuse = true;          // share a common prompt prefix between sequences (see llama_prefix.h)
   int min_prefix_tokens = 32;        // shortest prefix worth sharing, tokens
   uint64_t seed = 0;                 // default sampling seed
-  // Debug switch reproducing the original's batch-synchronous loop: requests are admitted only when every
+  // Debug switch for a batch-synchronous loop (MMIRAGE's): requests are admitted only when every
   // sequence is idle (benchmarks only).
   bool batch_barrier = false;
   Env* env = nullptr;                // file checks and reads, clock; nullptr: Env::Default(). Borrowed.

@@ -1,9 +1,9 @@
-// Merging shard outputs (spec pipeline.md §10): the `shard_<n>` directories of a dataset output dir are
-// concatenated in shard order into one output directory in the shards' output format, written through a temporary
-// sibling and published atomically. jsonl: rows copied as bytes, never re-parsed. hf: the shards' Arrow files are
-// hard-linked (copied across file systems) and listed in one state.json when all shards have the same features,
-// else re-encoded with one inferred type. parquet: re-encoded into one data.parquet. Shards of different formats
-// are an error. Thread-safety: none needed (one call at a time).
+// Merging shard outputs: the `shard_<n>` directories of a dataset output dir are concatenated in shard order into
+// one output directory in the shards' output format, written through a temporary sibling and published atomically.
+// jsonl: rows copied as bytes, never re-parsed. hf: the shards' Arrow files are hard-linked (copied across file
+// systems) and listed in one state.json when all shards have the same features, else re-encoded with one inferred
+// type. parquet: re-encoded into one data.parquet. Shards of different formats are an error.
+// Thread-safety: none needed (one call at a time).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Per-shard statistics (spec stats.md §1): base values measured by the worker and derived values recomputed
+// Per-shard statistics: base values measured by the worker and derived values recomputed
 // every time the object is serialised. Plain data.
 #pragma once
 
@@ -34,7 +34,7 @@ struct ShardStats {
   // output_tokens (and every rate) count generated tokens only. Serialised only when set.
   std::optional<int64_t> cached_generations, cached_output_tokens;
 
-  // The object with derived values, keys in the spec's order (§1.3).
+  // The object with derived values, keys in MMIRAGE's order.
   Value ToValue() const;
   // Reads the base values back (unconvertible → null); derived values are ignored.
   static ShardStats FromValue(const Value& v);
@@ -47,7 +47,7 @@ struct ShardStats {
 // scaled value, which matches for the values we store).
 double RoundTo(double x, int ndigits);
 
-// "2 days, 1 hour and 33.12 seconds" (stats.md §4).
+// A duration in words, e.g. "2 days, 1 hour and 33.12 seconds".
 std::string HumanDuration(double seconds);
 
 }  // namespace mmirage
