@@ -12,7 +12,7 @@
 namespace mmirage::query {
 namespace {
 
-// Message prefixes of the statuses this module creates, one per kind (see jmespath_parser.cc and the
+// Message prefixes of the statuses this module creates, one per kind (see internal/jmespath_parser.cc and the
 // "invalid-type: " / "invalid-value: " messages of the interpreter and functions).
 constexpr std::array<std::pair<std::string_view, ErrorKind>, 5> kPrefixes = {{
     {"syntax error at column ", ErrorKind::kSyntax},
