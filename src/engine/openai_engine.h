@@ -1,6 +1,6 @@
 // The OpenAI engine: requests to an OpenAI-compatible HTTP endpoint (SGLang, vLLM, llama-server, a hosted API),
-// asynchronous on one event-loop thread (libcurl multi, util/http/event_loop.h) — no thread per request — with at most
-// `max_concurrency` requests in flight; the rest wait in a FIFO queue (retries go first).
+// asynchronous on one event-loop thread (libcurl multi, util/http/event_loop.h) — no thread per request — with at
+// most `max_concurrency` requests in flight; the rest wait in a FIFO queue (retries go first).
 //
 // Faults, per request (the same scheduler as the embedded engine sees only the final Completion):
 //  - HTTP 408/409/429/5xx, a broken connection, no response within timeout_seconds, a connection that cannot be

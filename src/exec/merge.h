@@ -34,7 +34,8 @@ struct MergeReport {
   int64_t skipped_zero_rows = 0;  // shard dirs with no rows
   std::vector<int64_t> ignored_beyond_num_shards;  // stale shard_<n> folders left out (MergeOptions::num_shards)
   int64_t error_rows = 0;         // lines of the shards' errors.jsonl, merged into <output>/errors.jsonl
-  std::string Summary() const;    // "Merged dataset <name>: shards=… rows=… output=… skipped=… (invalid=…, zero_rows=…)"
+  // "Merged dataset <name>: shards=… rows=… output=… skipped=… (invalid=…, zero_rows=…)"
+  std::string Summary() const;
 };
 
 // Errors: kNotFound (no input dir / no shard dirs / a required shard missing), kInvalidArgument (unsafe output
