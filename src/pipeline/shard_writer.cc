@@ -99,7 +99,7 @@ Status RemoveJournal(Env* env, const std::string& dir) {
       if (t != dir) MMIRAGE_TRY(env->SyncDir(t));
     }
   }
-  // The identity is kept in _mmirage.json.
+  // identity.json goes too: the published shard keeps the identity in _mmirage.json.
   if (env->FileExists(JoinPath(dir, kIdentity))) MMIRAGE_TRY(env->RemoveFile(JoinPath(dir, kIdentity)));
   if (env->FileExists(JoinPath(dir, kJournal))) MMIRAGE_TRY(env->RemoveFile(JoinPath(dir, kJournal)));
   return env->SyncDir(dir);
