@@ -37,7 +37,7 @@ struct ShardRecord {
 
   // status.json content (keys sorted, 2-space indent, trailing newline).
   std::string ToJson() const;
-  // The record as a Value, keys in the spec's order (for `mmirage stats`).
+  // The record as a Value, keys in MMIRAGE's order (for `mmirage stats`).
   Value ToValue() const;
 };
 

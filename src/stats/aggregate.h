@@ -27,7 +27,7 @@ struct ShardStatsInput {
   int64_t failed_rows = 0;
 };
 
-// The aggregate object, keys in the spec's order followed by the extensions. `shards` may be in any order;
+// The aggregate object, keys in MMIRAGE's order followed by the extensions. `shards` may be in any order;
 // `num_shards` gives `total_shards`. Contributing shards: status success with stats.
 Value AggregateStats(const std::vector<ShardStatsInput>& shards, int64_t num_shards);
 

@@ -19,7 +19,7 @@ struct ShardStats {
   std::optional<int64_t> num_gpus;
   std::optional<double> model_load_seconds;   // null when the sum is 0
   std::optional<double> throughput_rows_per_sec;  // stored once, at success
-  // Extensions (after the spec's keys): prompt tokens served from a shared prefix instead of evaluated, and the
+  // Extensions (after MMIRAGE's keys): prompt tokens served from a shared prefix instead of evaluated, and the
   // output token rate of the whole shard (meaningful on CPU too, where per-GPU rates are null).
   std::optional<int64_t> prompt_tokens_reused;
   // Extensions (vision): images run through the vision encoder, and images whose encoding was reused (null when
