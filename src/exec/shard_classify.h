@@ -1,7 +1,7 @@
 // Shard classification and the per-shard details shown by `mmirage check`. For each shard 0 … num_shards-1 the
 // state directory's record (state/shard_state.h) is read and put in one class:
 //   successful  status `success`
-//   running     status `running` and the worker looks alive (pid alive on this host, heartbeat fresh)
+//   running     status `running` and the worker looks alive (heartbeat fresh; pid alive if it ran on this host)
 //   failed      anything else, retryable: `failed`, `missing`, `unknown`, or a *stale* `running` record
 //   exhausted   not successful, not (live) running, and spent attempts >= max_retries + 1 (an attempt that
 //               committed new rows is not spent: ShardRecord::attempts_spent); attempts.log keeps the count
