@@ -1,3 +1,14 @@
+//   PlanStage      before the first chunk of a stage is made: walks the stage's requests exactly as the submission
+//                  will (ForEachStageRequest), looks each one up by its key (process/cache_key.h BatchRequestKey:
+//                  the request as sent minus its custom id, provider, base URL, endpoint), keeps a hit only if it is
+//                  a usable answer for its output, writes the hits to `<journal dir>/cache-hits-stage-<k>.jsonl`
+//                  (atomically) and journals {"event":"cached"}. Decided once per stage: a re-run reads that file,
+//                  so the chunks stay byte-identical to the journaled ones even if the cache changed meanwhile. A
+//                  stage that already has a chunk but no such event (cache unavailable then) gets no hits.
+//   StoreAnswers   (readwrite) stores the usable answers of every chunk whose results are on disk and that is not
+//                  journaled as stored, keyed from each request line as it was sent. Close seals the cache file,
+//                  then journals those chunks as stored; a kill before that only means they are stored again.
+
 #include "batch/cache.h"
 
 #include <unordered_map>

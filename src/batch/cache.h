@@ -1,18 +1,9 @@
-// The generation cache (cache/generation_cache.h) for a batch_api shard, so that a request answered in an
-// earlier run — of this config or another with the same requests — is never submitted (nor paid) again
-// (docs/generation_cache.md, "Batch APIs"):
-//   PlanStage      before the first chunk of a stage is made: walks the stage's requests exactly as the submission
-//                  will (ForEachStageRequest), looks each one up by its key (process/cache_key.h BatchRequestKey:
-//                  the request as sent minus its custom id, provider, base URL, endpoint), keeps a hit only if it is
-//                  a usable answer for its output, writes the hits to `<journal dir>/cache-hits-stage-<k>.jsonl`
-//                  (atomically) and journals {"event":"cached"}. Decided once per stage: a re-run reads that file,
-//                  so the chunks stay byte-identical to the journaled ones even if the cache changed meanwhile. A
-//                  stage that already has a chunk but no such event (cache unavailable then) gets no hits.
-//   StoreAnswers   (readwrite) stores the usable answers of every chunk whose results are on disk and that is not
-//                  journaled as stored, keyed from each request line as it was sent. Close seals the cache file,
-//                  then journals those chunks as stored; a kill before that only means they are stored again.
-// Only deterministic requests are cached (IsBatchDeterministic: temperature 0, or an OpenAI seed).
-// Not thread-safe.
+// The generation cache (cache/generation_cache.h) for a batch_api shard, so that a request answered in an earlier run
+// — of this config or another with the same requests — is never submitted (nor paid) again
+// (docs/generation_cache.md, "Batch APIs"). PlanStage decides each stage's hits once, before its first chunk, and
+// journals them, so a re-run's chunks stay byte-identical to the journaled ones; StoreAnswers stores the usable answers
+// of downloaded chunks. Only deterministic requests are cached (IsBatchDeterministic: temperature 0, or an OpenAI
+// seed). Errors: I/O and journal errors (a cache that cannot be opened is warned about and not used). Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -47,7 +38,7 @@ class BatchCache {
   bool closed_ = false;
 };
 
-// Reads every journaled hits file into ctx->answers / ctx->cached_ids (also when the cache is off now: the
+// Reads every journaled hits file into ctx->answers / ctx->cached_ids (also when the config's cache is off: the
 // decision was journaled). Errors: an unreadable or corrupt hits file.
 Status LoadCacheHits(BatchShardContext* ctx);
 

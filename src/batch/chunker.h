@@ -1,4 +1,4 @@
-// Chunking of provider batch requests by bytes and count (the original's chunker): requests are walked in order;
+// Chunking of provider batch requests by bytes and count (MMIRAGE's rules): requests are walked in order;
 // one larger than max_chunk_bytes is rejected (policy `reject`) or put alone in a chunk flagged oversized
 // (`isolate`); otherwise a request that would push the current chunk past max_chunk_bytes, or past
 // max_requests_per_chunk requests, starts a new chunk. A total exactly equal to max_chunk_bytes is allowed.

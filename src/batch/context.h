@@ -1,6 +1,6 @@
 // The state one call of RunBatchShard (batch/shard.h) shares between its steps: submission
 // (batch/submit.h), collection (batch/collect.h) and publication (batch/publish.h). The lifecycle in
-// batch_shard.cc owns it, opens the journal and the provider, and hands it to each step in turn.
+// batch/shard.cc owns it, opens the journal and the provider, and hands it to each step in turn.
 // Not thread-safe: one shard, one thread.
 #pragma once
 

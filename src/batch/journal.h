@@ -1,8 +1,8 @@
 // The journal of a batch_api shard: `<state_dir>/shard_<id>/batch/journal.jsonl`, one JSON event per line,
 // appended and fsynced before the shard moves on (format in docs/state_format.md):
 //   {"event":"start","fingerprint":…,"identity":[…],"id":…} what the requests were made from (one resume identity
-//                                                           per dataset, pipeline/input_identity.h; absent in
-//                                                           journals written before it); a random id
+//                                                           per dataset, pipeline/input_identity.h; optional:
+//                                                           older journals lack it); a random id
 //   {"event":"chunk","name":"text-chunk-000001",…}          a chunk's requests are on disk (intent to submit)
 //   {"event":"submitted","name":…,"batch_id":…,"status":…}  the provider accepted it
 //   {"event":"receipt","name":…}                            its receipt line is written
@@ -42,7 +42,7 @@ struct JournalChunk {
   std::string modality;   // text | multimodal
   std::string file;       // request lines, relative to the journal's directory
   std::string key;        // unique: finds a batch whose creation answer was lost
-  std::string hash;       // the original's request_hash
+  std::string hash;       // the receipt's request_hash (SHA-256 of the requests)
   std::string flush_reason;
   Value snapshot;         // model_params_snapshot of the receipt
   int64_t stage = 0;

@@ -21,7 +21,7 @@ namespace mmirage::batch {
 
 struct BatchStatus {
   std::string raw_status;       // the provider's word
-  std::string status;           // completed | failed | in_progress | unknown (the original's normalisation)
+  std::string status;           // completed | failed | in_progress | unknown (MMIRAGE's normalisation)
   std::string output_file_id;   // openai
   std::string error_file_id;    // openai
   std::string results_url;      // anthropic
@@ -52,7 +52,7 @@ std::string BatchBaseUrl(const config::BatchApiProcessor& config);
 
 // The environment variable holding the provider's key: OPENAI_API_KEY, ANTHROPIC_API_KEY.
 std::string ApiKeyVariable(const std::string& provider);
-// Errors: kInvalidArgument "Missing environment variable(s) for provider '<p>': ['<VAR>']" (as the original).
+// Errors: kInvalidArgument "Missing environment variable(s) for provider '<p>': ['<VAR>']" (MMIRAGE's text).
 Status CheckApiKey(const std::string& provider, const config::EnvLookup& env);
 
 class BatchProvider {

@@ -225,7 +225,7 @@ Result<Value> BuildBatchRequest(const config::BatchApiProcessor& p, Env* env, co
     messages.Push(message);
     body.Set("messages", messages);
     body.Set("model", p.model);
-    if (p.temperature) body.Set("temperature", Value(*p.temperature));  // extensions (absent in the original)
+    if (p.temperature) body.Set("temperature", Value(*p.temperature));  // extensions (MMIRAGE sends neither)
     if (p.seed) body.Set("seed", Value(*p.seed));
     if (!in.expected_schema.empty()) {
       Value js = Value::EmptyObject();

@@ -1,5 +1,5 @@
 // Provider batch requests (OpenAI Batch, Anthropic Message Batches): the request one row's prompt becomes, in the
-// exact shape and bytes the original MMIRAGE sends, plus the JSON text forms those bytes are made of.
+// exact shape and bytes MMIRAGE sends, plus the JSON text forms those bytes are made of.
 //
 // Pure functions except BuildBatchRequest, which reads local image files through `env` (inlined as base64).
 // Thread-safe.
@@ -32,13 +32,13 @@ struct BatchPrompt {
 // The provider request (OpenAI: {"custom_id","method","url","body"}; Anthropic: {"custom_id","params"}).
 // Local image files are inlined as `data:<mime>;base64,…` (OpenAI: only files that exist, others left as they
 // are; Anthropic: a missing file, an unsupported media type or a malformed data: URI is an error).
-// Errors: kInvalidArgument with the original's messages.
+// Errors: kInvalidArgument with MMIRAGE's messages.
 Result<Value> BuildBatchRequest(const config::BatchApiProcessor& p, Env* env, const BatchPrompt& in);
 
 // Anthropic's custom_id rule (^[a-zA-Z0-9_-]{1,64}$): a valid id is kept; otherwise every other character
 // becomes '_' and, when anything changed or it is longer than 64, the id is cut to 55 characters and suffixed with
-// '-' and the first 8 hex digits of the SHA-1 of the (trimmed) raw id. Unlike the original, only ASCII letters and
-// digits are kept (the API rejects other letters). Errors: a blank id.
+// '-' and the first 8 hex digits of the SHA-1 of the (trimmed) raw id. Only ASCII letters and digits are kept (the
+// API rejects other letters). Errors: a blank id.
 Result<std::string> NormalizeAnthropicCustomId(std::string_view raw);
 
 // Python mimetypes.guess_type for an image path's extension ("" when unknown).

@@ -1,5 +1,23 @@
 // The lifecycle of a batch_api shard (see batch/shard.h): which step runs next, from the journal and the shard's
 // state. The steps themselves: batch/submit.h, batch/collect.h, batch/publish.h.
+//   submit   every row of the shard is rendered into provider requests (batch/request.h), chunked by
+//            bytes and count, each chunk written to the state directory and journaled (batch/journal.h)
+//            *before* it is sent, then submitted, journaled again and a receipt appended in MMIRAGE's receipt
+//            format. The shard then stands as `submitted` in status.json.
+//   collect  finished batches are downloaded (OpenAI output and error files, Anthropic results); while some is
+//            in progress the shard stays submitted. When all are done each answer goes into its row (JSON outputs
+//            parsed and checked like `llm`), outputs that read a batch output are submitted as the next stage,
+//            and at the end output_schema is rendered with the real values and the shard published as a normal
+//            dataset; provider failures and unparsable answers are row errors (errors.jsonl).
+//   export   (--export-prompts) the requests are written in MMIRAGE's export format; nothing is sent and
+//            no state is changed.
+//   cache    with a deterministic processor (temperature 0, or an OpenAI seed) and `cache` not off, the requests
+//            the generation cache answers are decided before each stage's first chunk and never submitted; the
+//            answers collected are stored in it (batch/cache.h). When every request hits, `run`
+//            publishes the shard at once.
+// A crash anywhere loses nothing: a re-run re-renders the rows deterministically, skips the chunks the journal
+// holds, resolves a chunk journaled but not known to be submitted (OpenAI: looked up by its metadata key) and
+// never submits a chunk twice.
 #include "batch/shard.h"
 
 #include <algorithm>

@@ -1,24 +1,11 @@
-// The lifecycle of a shard whose outputs go to a provider batch API (batch_api):
-//
-//   submit   every row of the shard is rendered into provider requests (batch/request.h), chunked by
-//            bytes and count, each chunk written to the state directory and journaled (batch/journal.h)
-//            *before* it is sent, then submitted, journaled again and a receipt appended in the original's
-//            format. The shard then stands as `submitted` in status.json.
-//   collect  finished batches are downloaded (OpenAI output and error files, Anthropic results); while some is
-//            in progress the shard stays submitted. When all are done each answer goes into its row (JSON outputs
-//            parsed and checked like `llm`), outputs that read a batch output are submitted as the next stage,
-//            and at the end output_schema is rendered with the real values and the shard published as a normal
-//            dataset; provider failures and unparsable answers are row errors (errors.jsonl).
-//   export   (--export-prompts) the requests are written in the original's export format; nothing is sent and
-//            no state is changed.
-//   cache    with a deterministic processor (temperature 0, or an OpenAI seed) and `cache` not off, the requests
-//            the generation cache answers are decided before each stage's first chunk and never submitted; the
-//            answers collected are stored in it (batch/cache.h). When every request hits, `run`
-//            publishes the shard at once.
+// The lifecycle of a shard whose outputs go to a provider batch API (batch_api): submit (render, chunk, journal,
+// send), collect (download finished batches, answers into rows, next stage), publish (output_schema rendered with
+// the real values, written as a normal dataset shard), or export (--export-prompts: requests written, nothing sent,
+// no state changed). Deterministic requests answered by the generation cache are never submitted.
 // Steps: batch/submit.h, batch/collect.h, batch/publish.h, batch/cache.h; shared state batch/context.h.
-// A crash anywhere loses nothing: a re-run re-renders the rows deterministically, skips the chunks the journal
-// holds, resolves a chunk journaled but not known to be submitted (OpenAI: looked up by its metadata key) and
-// never submits a chunk twice. Not thread-safe; one call per process and shard.
+// Errors: provider and I/O errors fail the call; provider failures and unparsable answers are row errors.
+// A crash anywhere loses nothing and never submits a chunk twice (the journal, batch/journal.h, is written before
+// each step acts). Not thread-safe; one call per process and shard.
 #pragma once
 
 #include <cstdint>

@@ -1,3 +1,11 @@
+// SubmitStage in detail: rows are walked in batches of `batch_size`, each output of the stage over the batch, text
+// rows then multimodal rows (MMIRAGE's flush cadence, so chunks match its boundaries). Each chunk's requests are
+// written to the journal's directory and the chunk journaled *before* it is sent; then it is submitted, journaled
+// as submitted, and its receipt appended (MMIRAGE's format) to `metadata_output_path`. At the end the stage is
+// sealed. A chunk the journal already holds is not sent again: it must be byte-identical (else an error: the data
+// or config changed), and a chunk journaled but not known as submitted is looked up at the provider first (OpenAI
+// metadata key) and only then submitted.
+
 #include "batch/submit.h"
 
 #include <algorithm>
@@ -224,7 +232,8 @@ Status ForEachStageRequest(BatchShardContext* ctx, int64_t stage, const StageVis
     batch.clear();
     return Status::OK();
   };
-  // The original maps each dataset on its own and finalizes (flushes both accumulators) after each.
+  // Each dataset is mapped on its own and finalized (both accumulators flushed) after it, as MMIRAGE does, so
+  // chunk boundaries match its.
   auto finalize = [&](size_t) -> Status {
     if (!batch.empty()) MMIRAGE_TRY(run_batch());
     return v.dataset_end ? v.dataset_end() : Status::OK();

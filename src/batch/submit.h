@@ -1,17 +1,13 @@
 // Submission of a batch_api shard's requests (one step of batch/shard.h):
-//   SubmitStage  walks the shard's rows (batch/rows.h) in batches of `batch_size`, each output of the
-//                stage over the batch, text rows then multimodal rows (the original's flush cadence), renders
-//                every request (batch/request.h) and chunks them by bytes and count
-//                (batch/chunker.h). Each chunk's requests are written to the journal's directory and the
-//                chunk journaled *before* it is sent; then it is submitted, journaled as submitted, and its receipt
-//                appended (the original's format) to `metadata_output_path`. At the end the stage is sealed.
-//                A chunk the journal already holds is not sent again: it must be byte-identical (else an error:
-//                the data or config changed), and a chunk journaled but not known as submitted is looked up at
-//                the provider first (OpenAI metadata key) and only then submitted.
-//   Export       the same walk into the original's export file (`--export-prompts`); nothing is sent or journaled.
+//   SubmitStage  walks the shard's rows (batch/rows.h) in batches of `batch_size`, renders every request of the
+//                stage (batch/request.h), chunks them (batch/chunker.h), journals each chunk *before* sending it,
+//                then sends it, journals it as submitted and appends its receipt to `metadata_output_path`.
+//                A chunk the journal already holds is never sent twice (details in submit.cc).
+//   Export       the same walk into MMIRAGE's export file (`--export-prompts`); nothing is sent or journaled.
 //   ResubmitFailed  the requests whose latest answer is a provider failure go out again as new chunks.
-// Errors: a request that cannot be built (file:line and output named), an oversized request under `reject`,
-// provider and I/O errors. Not thread-safe.
+// Errors: a request that cannot be built (file:line and output named), an oversized request under `reject`, a
+// journaled chunk that is no longer byte-identical (the data or config changed), provider and I/O errors.
+// Not thread-safe.
 #pragma once
 
 #include <cstdint>

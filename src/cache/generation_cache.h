@@ -1,20 +1,9 @@
 // GenerationCache: completions of deterministic model requests, kept across runs and configs so that a re-run
 // after an edit (another output_schema, one more output) pays only for the generations that changed.
-//
-// Storage (docs/generation_cache.md): a directory of SQLite files, ONE FILE PER WRITER, so that no SQLite file is
-// ever written by two processes and SQLite's file locking — unreliable on NFS/Lustre/GPFS — is never relied on:
-//  - a writer (one shard process) creates `open-<pid>-<start_us>-<host>.sqlite`, holds an advisory lock on it,
-//    writes its new entries (and the entries it hit, which refreshes them for LRU) in batched transactions, and
-//    at Close renames it to `gen-<seal_us>-<pid>-<host>.sqlite` ("sealed"). Sealed files are never written again.
-//  - readers open every sealed file read-only with SQLite's `immutable` flag (no locks, no journal), load the
-//    keys into an in-memory index (newest file wins) and read entries on demand.
-//  - an unsealed file left by a dead writer on this host is sealed by the next Open (under its lock, after an
-//    integrity check); one from another host is left alone (`mmirage cache stats` lists it).
-//  - a sealed file whose keys all live in newer files is deleted at Open; at Close, while the sealed files exceed
-//    max_bytes the oldest are deleted (least recently used: entries used since then are in newer files).
-// Every entry carries a checksum over its key and contents; a file that SQLite cannot read, or an entry whose
-// checksum does not match, is ignored with a warning — a damaged cache is a miss, never a wrong answer.
-//
+// Storage (docs/generation_cache.md; the rules in generation_cache.cc): a directory of SQLite files, one per writer
+// process, sealed at Close and read-only afterwards, so SQLite's file locking is never relied on; at most max_bytes
+// of sealed files are kept (least recently used go first). Every entry carries a checksum: a damaged file or entry
+// is ignored with a warning — a damaged cache is a miss, never a wrong answer.
 // Thread-safety: Lookup/Insert may be called from any thread (one internal mutex). Ownership: the caller owns the
 // cache; Close (or destruction) finishes it.
 #pragma once

@@ -23,7 +23,7 @@ std::string JoinIds(const std::vector<int64_t>& ids) {
   return s;
 }
 
-// batch_api configs: the shards (submitted ones with their batches' progress), then the original's provider
+// batch_api configs: the shards (submitted ones with their batches' progress), then MMIRAGE's provider
 // status summary, asked of the provider for every batch the journals hold.
 int CheckBatches(Env* env, const config::Config& config, bool json) {
   exec::ClassifyOptions co = exec::ClassifyOptionsFromConfig(env, config);
@@ -122,6 +122,9 @@ void PrintClassification(const exec::Classification& c, bool json) {
   std::cout.flush();
 }
 
+// `-y` skips the prompt; without a terminal on stdin → a message and false; otherwise asks
+// "Retry <n> shard(s)? (y/N) " (on stderr when `prompt_on_stderr`, so that stdout stays JSON) and accepts "y" and
+// "yes" (trimmed, any case).
 bool ConfirmRetry(size_t n, bool yes, bool prompt_on_stderr) {
   if (yes) return true;
   if (!StdinIsTerminal()) {

@@ -42,7 +42,7 @@ int MergeAllDatasets(Env* env, const config::Config& config, const MergeTarget& 
   exec::MergeOptions mo;
   if (!allow_partial) mo.shard_ids = ids;
   else mo.num_shards = config.loading.num_shards;  // never a stale shard_<n> of an earlier, larger run
-  // Destination names (spec pipeline.md §10.2): duplicates get _<index>.
+  // Destination names: duplicates get _<index>.
   std::map<std::string, int> name_count;
   for (const auto& d : config.loading.datasets) name_count[NormalizedBasename(env, d.output_dir)]++;
   for (size_t i = 0; i < config.loading.datasets.size(); ++i) {
@@ -86,7 +86,7 @@ Runner RegisterMerge(CLI::App* app) {
     if (!ApplyLogLevel(o->common)) return kExitUsage;
     auto config = LoadConfigOrReport(o->common.config_path);
     if (!config) return kExitFailure;
-    // batch_api: --output-path gives the original's results file; without it the published shards (normal
+    // batch_api: --output-path gives MMIRAGE's results file; without it the published shards (normal
     // datasets once collected) are merged like any other config's.
     if (config->FindProcessor("batch_api") && !o->output_path.empty()) {
       auto merged = exec::MergeBatchResults(Env::Default(), *config, o->output_path, o->metadata_paths);

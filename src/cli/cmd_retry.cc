@@ -1,5 +1,5 @@
-// `mmirage retry`: re-run the retryable failed shards (cli.md §2.4; local mode too). Exit 0 only when every shard
-// has succeeded at the end; running shards are not "already succeeded" (the original's weakness 5).
+// `mmirage retry`: re-run the retryable failed shards (SLURM and local mode). Exit 0 only when every shard has
+// succeeded at the end; a running shard is not "already succeeded".
 #include <iostream>
 #include <memory>
 

@@ -1,4 +1,4 @@
-// `mmirage stats`: the benchmark report of a run (cli.md §4, stats.md §2) from the state directory, as JSON
+// `mmirage stats`: the benchmark report of a run from the state directory, as JSON
 // (2-space indent), as a human table with the tuning advice (stats/advice.h), or as a self-contained HTML page
 // (stats/report_html.h; `--html FILE` writes it to a file, `--format html` to stdout). Exit 0 unless the config
 // fails to load or the HTML file cannot be written.
@@ -88,7 +88,7 @@ int Stats(const StatsOptions& o) {
     in.failed_rows = r.failed_rows;
     if (r.stats.is_object()) in.stats = ShardStats::FromValue(r.stats);
     Value entry = r.ToValue();
-    // Derived values are recomputed from the stored base values (stats.md §1.3).
+    // Derived values are recomputed from the stored base values.
     entry.Set("stats", in.stats ? in.stats->ToValue() : Value());
     if (r.status == "missing" || r.status == "unknown") entry.Set("datasets", Value());
     per_shard.Push(std::move(entry));

@@ -17,7 +17,7 @@ struct SubmitOptions {
   bool stats = false;
 };
 
-// cli.md §2.2: comma-separated, blank tokens ignored, digits only, < num_shards.
+// --shard-ids: comma-separated, blank tokens ignored, digits only, < num_shards.
 Result<std::vector<int64_t>> ParseShardIds(const std::string& list, int64_t num_shards) {
   std::vector<int64_t> ids;
   size_t start = 0;

@@ -1,4 +1,5 @@
-// Shared plumbing of the subcommands: config loading with printed diagnostics, exit codes.
+// Shared plumbing of the subcommands: config loading with printed diagnostics, exit codes. Runners report errors
+// on stderr and return an exit code. One command per process, on the main thread.
 #pragma once
 
 #include <CLI/CLI.hpp>

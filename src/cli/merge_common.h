@@ -1,4 +1,5 @@
-// Merging every dataset of a config (used by `merge` and by `run` with merge: true).
+// Merging every dataset of a config (used by `merge` and by `run` with merge: true). Errors are reported on stderr;
+// MergeAllDatasets returns the exit code. One call at a time.
 #pragma once
 
 #include <string>

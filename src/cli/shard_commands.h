@@ -1,5 +1,6 @@
-// `mmirage check`, `retry` and `stats` (spec cli.md §2.3, §2.4, §2.7, §3, §4), and what check and retry share:
-// printing the classification, asking for confirmation and re-running failed shards locally.
+// `mmirage check`, `retry` and `stats`, and what check and retry share: printing the classification and
+// re-running (or resubmitting) failed shards. Errors are reported on stderr; functions return the exit code.
+// Thread-safety: one command per process, on the main thread.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +20,6 @@ Runner RegisterStats(CLI::App* app);
 // shard.
 void PrintClassification(const exec::Classification& c, bool json);
 
-// cli.md §3.2 with our fix: `-y` skips the prompt; without a terminal on stdin → a message and false; otherwise
-// asks "Retry <n> shard(s)? (y/N) " (on stderr when `prompt_on_stderr`, so that stdout stays JSON) and accepts
-// "y" and "yes" (trimmed, any case).
 // What `check --retry` and `retry` were asked for.
 struct RetryRequest {
   bool yes = false;    // -y: no confirmation

@@ -1,5 +1,6 @@
-// SLURM mode in the CLI (spec cli.md §2.2, slurm.md §4): `run` without --shard-id, `submit`, and the submission
-// that `check --retry` / `retry` use. The orchestration itself is exec/slurm_run.h.
+// SLURM mode in the CLI: `run` without --shard-id, `submit`, and the submission
+// that `check --retry` / `retry` use. The orchestration itself is exec/slurm_run.h. Errors: an exit code (RunSlurm)
+// or a Status (SubmitSlurmShards). One command per process, on the main thread.
 #pragma once
 
 #include <cstdint>

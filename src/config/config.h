@@ -1,4 +1,4 @@
-// The MMIRAGE YAML configuration as typed structs (spec config.md), plus our extensions.
+// The MMIRAGE YAML configuration as typed structs, plus our extensions.
 //
 // LoadConfig parses, expands ${ENV}, converts, and validates in one pass: every error is reported, each as
 // `FILE:LINE:COL: message` on its own line of the returned Status (kInvalidArgument). Unknown keys are
@@ -51,7 +51,7 @@ struct LlmProcessor {
   std::vector<std::string> server_command;  // managed servers: the command, verbatim (else built from server_args)
   double server_startup_timeout_seconds = 900;
   std::string model_path = "none";
-  int tp_size = 1;                         // default from SLURM_GPUS_ON_NODE when absent (config.md §4.1.1)
+  int tp_size = 1;                         // default from SLURM_GPUS_ON_NODE when absent (else 1)
   bool trust_remote_code = true;
   bool disable_custom_all_reduce = false;
   Value extra_engine_args = Value::EmptyObject();       // map string → any
@@ -75,7 +75,7 @@ struct BatchApiProcessor {
   std::optional<double> temperature;       // anthropic, [0, 1]; openai (extension), [0, 2]
   std::optional<int64_t> seed;             // openai (extension); with temperature 0 it makes answers cacheable
   std::optional<double> top_p;             // anthropic, (0, 1]
-  bool temperature_is_int = false, top_p_is_int = false;  // written as YAML ints: sent as ints (as the original)
+  bool temperature_is_int = false, top_p_is_int = false;  // written as YAML ints: sent as ints
   std::optional<double> timeout_seconds;   // anthropic, > 0
   // Extensions: `run` polls until every batch is done (instead of leaving the shard submitted), every
   // poll_interval_seconds; prices (per million tokens, any currency) give the shard's cost in its stats.
@@ -278,7 +278,7 @@ struct Config {
   ExecutionParams execution;
   std::vector<std::string> warnings;   // "FILE:LINE:COL: message"
 
-  // The processor an output is routed to (the last declared one of that type, as the original), or nullptr.
+  // The processor an output is routed to (the last declared one of that type), or nullptr.
   const Processor* FindProcessor(const std::string& type) const;
 };
 
@@ -299,7 +299,7 @@ Result<Config> LoadConfig(const std::string& path, const LoadOptions& options = 
 Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& name,
                                     const LoadOptions& options = {});
 
-// Python os.path.expandvars semantics (config.md §2): $NAME and ${...}; undefined references stay verbatim.
+// Python os.path.expandvars semantics: $NAME and ${...}; undefined references stay verbatim.
 std::string ExpandEnvVars(const std::string& s, const EnvLookup& env);
 // "~" and "~/..." → $HOME/...
 std::string ExpandUser(const std::string& s, const EnvLookup& env);

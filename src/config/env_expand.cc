@@ -1,5 +1,6 @@
-// ${ENV} expansion with Python os.path.expandvars semantics (spec config.md §2), and "~" expansion.
-// The only place besides ProcessEnvLookup that knows about the process environment.
+// ${ENV} expansion with Python os.path.expandvars semantics, and "~" expansion.
+// ProcessEnvLookup (here) reads the process environment; the config readers take an EnvLookup, so tests can
+// pass their own.
 #include <cstdlib>
 
 #include "config/config.h"

@@ -1,4 +1,4 @@
-// YAML → Config. Section readers below follow spec config.md §3-§7 in order; cross-field checks (templates,
+// YAML → Config. Section readers below follow the config's sections in order; cross-field checks (templates,
 // JMESPath, processors, shard range) live in validate.cc.
 #include <algorithm>
 #include <cctype>
@@ -92,7 +92,7 @@ void ReadLlm(MapReader& r, const EnvLookup& env, LlmProcessor* p) {
       s.Finish();
     }
   }
-  if (!tp_set) {  // config.md §4.1.1
+  if (!tp_set) {  // absent: SLURM_GPUS_ON_NODE, else 1
     auto g = env("SLURM_GPUS_ON_NODE");
     p->tp_size = 1;
     if (g && !Trim(*g).empty()) {
@@ -193,7 +193,7 @@ void ReadBatchApi(MapReader& r, BatchApiProcessor* p) {
                       std::pair{"price_per_million_output_tokens", &p->price_per_million_output_tokens}}) {
     if (r.OptDouble(k, f) && *f && **f < 0) fail(k, std::string(k) + " must be >= 0");
   }
-  // The original rejects unknown keys in a batch_api block: an error here, not a warning.
+  // Unknown keys in a batch_api block are errors, not warnings (MMIRAGE's constructor rejects them too).
   for (const char* k : {"export_prompts_dir"}) {
     if (r.Has(k)) fail(k, std::string("unexpected keyword argument '") + k + "'");
     r.Get(k);
@@ -252,7 +252,7 @@ void ReadImageGen(MapReader& r, ImageGenProcessor* p) {
     if (*p->parallel_chunk_size <= 0) {
       d->Error(r.LocOf("parallel_chunk_size"), "parallel_chunk_size must be > 0 when set");
     } else {
-      // Accepted for the original's configs, but it cannot change anything here: say so rather than ignore it.
+      // Accepted so that MMIRAGE configs load, but it cannot change anything here: say so rather than ignore it.
       d->Warn(r.LocOf("parallel_chunk_size"),
               "parallel_chunk_size has no effect: every sample is its own request (at most "
               "max_concurrent_requests in flight) and a failed sample is retried alone");
@@ -333,7 +333,7 @@ void ReadProcessors(Diag* d, const EnvLookup& env, const YAML::Node& list, Confi
     else if (type == "image_gen") ReadImageGen(r, &p.image_gen);
     else ReadCustom(r, &p.custom);
     if (type == "batch_api") {
-      // Unknown keys in a batch_api block are errors in the original (constructor rejects them).
+      // Unknown keys in a batch_api block are errors (MMIRAGE's constructor rejects them too).
       size_t before = d->warnings.size();
       r.Finish();
       for (size_t k = before; k < d->warnings.size(); ++k) d->errors.push_back(d->warnings[k]);
@@ -352,7 +352,7 @@ void ReadProcessors(Diag* d, const EnvLookup& env, const YAML::Node& list, Confi
 }
 
 // ---- loading_params ----------------------------------------------------------------------------------------------
-// int | string with the unresolved-reference fallback of config.md §2.1.
+// int | string fields: a value that is still an unresolved ${VAR} reference after expansion is kept as a string.
 bool IsUnresolvedRef(const std::string& raw) {
   std::string t = Trim(raw);
   auto ident = [](const std::string& s) {
@@ -443,7 +443,7 @@ void ReadLoading(Diag* d, const EnvLookup& env, const YAML::Node& node, LoadingP
                                     Describe(kv.second));
             continue;
           }
-          if (std::string why = UnsafePathComponent(kv.first.Scalar()); !why.empty())  // issue #13: path safety
+          if (std::string why = UnsafePathComponent(kv.first.Scalar()); !why.empty())  // path safety
             d->Error(kv.first, "split name '" + kv.first.Scalar() + "' " + why + " (split names become folders of output_dir)");
           dc.splits.emplace_back(kv.first.Scalar(), ExpandEnvVars(v.as_string(), env));
         }
@@ -464,7 +464,7 @@ void ReadLoading(Diag* d, const EnvLookup& env, const YAML::Node& node, LoadingP
   std::string state_dir;
   YAML::Node sd = r.Get("state_dir");
   if (sd.IsDefined() && (sd.IsNull() || ResolveScalar(sd).is_null())) {
-    state_dir = "";  // fix of weakness 14: an explicit null means the default
+    state_dir = "";  // an explicit null means the default
   } else {
     r.String("state_dir", &state_dir);
   }

@@ -80,7 +80,8 @@ std::string PyRepr(const YAML::Node& n) {
   return n.Scalar();
 }
 
-// One bound of a nested field spec (config.md §6.2.1 rules 6-8). Returns false after reporting an error.
+// One bound (min/max) of a nested field spec: a number, or a string that reads as one, matching the field's type.
+// Returns false after reporting an error.
 bool ReadBound(Diag* d, const YAML::Node& b, const std::string& which, FieldType type, const std::string& prefix,
                const EnvLookup& env, std::optional<double>* out) {
   if (!b.IsDefined() || b.IsNull()) return true;

@@ -1,4 +1,4 @@
-// Cross-section checks, run once every section has been read (spec config.md §6.3 moved to load time).
+// Cross-section checks, run once every section has been read, so that they fail at load time, before any row.
 #include <algorithm>
 #include <set>
 

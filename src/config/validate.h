@@ -1,5 +1,6 @@
 // Internal to config/: reading processing_params (templates and JMESPath compiled in place, with their YAML
-// locations) and the cross-field checks run after every section is read.
+// locations) and the cross-field checks run after every section is read. Errors and warnings go to the Diag,
+// with their YAML locations. Thread-safety: no shared state; one Diag and Config per call.
 #pragma once
 
 #include <string>

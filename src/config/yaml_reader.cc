@@ -31,7 +31,7 @@ size_t EditDistance(const std::string& a, const std::string& b) {
 }
 
 // Reports every scalar under `n` that reads as NaN or ±infinity (.nan, .inf): JSON has no such numbers, so a
-// request body or a server command carrying one would be invalid (issue #13). `field` names n in the message.
+// request body or a server command carrying one would be invalid. `field` names n in the message.
 void CheckFinite(Diag* d, const YAML::Node& n, const std::string& field) {
   if (n.IsScalar()) {
     Value v = ResolveScalar(n);

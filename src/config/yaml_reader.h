@@ -3,8 +3,9 @@
 //
 // Scalars are resolved like PyYAML's safe loader (YAML 1.1: yes/no/on/off are booleans, `1e3` is a string,
 // quoted scalars are always strings). Every string *value* is passed through ${ENV} expansion when read.
-// Types are checked, not coerced (a quoted "3" is not an int), as the original's dacite conversion does; an
-// int is accepted for a float and a bool for an int.
+// Types are checked, not coerced (a quoted "3" is not an int), as Python's dacite conversion does; an
+// int is accepted for a float and a bool for an int. Errors and warnings are collected in a Diag, each with its
+// FILE:LINE:COL. Thread-safety: a Diag and a MapReader are used by one thread.
 #pragma once
 
 #include <yaml-cpp/yaml.h>

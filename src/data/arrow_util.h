@@ -1,5 +1,5 @@
 // Internal to src/data/: small helpers shared by the Arrow readers and writers (includes Arrow headers; never
-// include it from a header outside src/data/).
+// include it from a header outside src/data/). Pure functions; thread-safe.
 #pragma once
 
 #include <arrow/status.h>

@@ -9,8 +9,8 @@
 // Parquet files (0-based row within that file, as HF indexes rows).
 //
 // A dataset is one or more *parts*: a single table (split "") or one part per split of a split map. Each part is
-// an ordered list of files (a glob expands to its matches in sorted order). Each part is sharded separately (spec
-// pipeline.md §3).
+// an ordered list of files (a glob expands to its matches in sorted order). Each part is sharded separately
+// (contiguous row ranges).
 // Thread-safety: free functions are thread-safe; a RowStream is used by one thread.
 #pragma once
 

@@ -1,3 +1,14 @@
+// Type inference (as pyarrow/HF infer from Python values): null fits any type; int and float mix to float64; lists
+// merge their elements' types; structs merge field by field (a missing key is null; new keys are appended in
+// first-seen order); a column that is null in every row is Arrow `null` (HF Value("null")). A struct with just
+// {"bytes": binary|null, "path": string|null} is written as an HF Image feature. Types: bool, int64, float64,
+// string, binary, list<…>, struct<…>, null.
+//
+// Features are written in the form both `datasets` 3.x and 5.x load: Value / Image / Sequence (a list of a
+// non-struct) / [{…}] (a list of structs). `dataset_info.json` holds them and so does the Arrow schema metadata
+// (key "huggingface", {"info": {"features": …}}), also in Parquet files, so `load_dataset("parquet", …)` restores
+// them.
+
 #include "data/hf_writer.h"
 
 #include <arrow/api.h>

@@ -1,17 +1,9 @@
 // Arrow outputs: rows (Values) written as an HF `save_to_disk` Dataset directory or as one Parquet file, with one
 // column type per column inferred from every row first (two passes over the rows; memory is one record batch).
-//
-// Type inference (as pyarrow/HF infer from Python values): null fits any type; int and float mix to float64; lists
-// merge their elements' types; structs merge field by field (a missing key is null; new keys are appended in
-// first-seen order); a column that is null in every row is Arrow `null` (HF Value("null")). A struct with just
-// {"bytes": binary|null, "path": string|null} is written as an HF Image feature. Two values that cannot share one
-// type (a string and an int, a list and a struct, ...) are an error naming the column and the two rows (0-based
-// indices among the rows written). Types: bool, int64, float64, string, binary, list<…>, struct<…>, null.
-//
-// Features are written in the form both `datasets` 3.x and 5.x load: Value / Image / Sequence (a list of a
-// non-struct) / [{…}] (a list of structs). `dataset_info.json` holds them and so does the Arrow schema metadata
-// (key "huggingface", {"info": {"features": …}}), also in Parquet files, so `load_dataset("parquet", …)` restores
-// them.
+// Type inference follows pyarrow/HF on Python values (rules in hf_writer.cc); {"bytes", "path"} structs become an
+// HF Image feature; features are also stored in the Arrow schema metadata, so `load_dataset` restores them.
+// Errors: two values that cannot share one type (a string and an int, a list and a struct, ...) name the column
+// and the two rows (0-based among the rows written); I/O errors from the Env.
 // Thread-safety: pure functions; files are written with the Env (the caller syncs the directory).
 #pragma once
 

@@ -1,3 +1,8 @@
+// NaN and ±Infinity, which JSON cannot hold, are always written as null — never as `NaN`/`Infinity` (Python's
+// default, which strict readers such as Arrow, jq or a provider's API reject): a file or request body we write must
+// parse anywhere, and one non-finite number (a `.nan` sampling value, an overflowing computation) should not fail a
+// whole row or request.
+
 #include "data/json.h"
 
 #include <simdjson.h>

@@ -11,10 +11,7 @@
 //   AppendJsonTagged (tagged_json.h) bytes as "\u0000b64:<base64>" (the Arrow journal)
 //   the template engine's tojson    sort_keys, ", " / ": ", ensure_ascii, html_safe, bytes an error, bounded
 //   JMESPath's to_string            compact + ensure_ascii (Python's json.dumps(separators=(",", ":")))
-// Doubles are written in Python's repr form (`0.1`, `1.0`, `1e+20`). NaN and ±Infinity, which JSON cannot hold, are
-// always written as null — never as `NaN`/`Infinity` (Python's default, which strict readers such as Arrow, jq or
-// a provider's API reject): a file or request body we write must parse anywhere, and one non-finite number (a
-// `.nan` sampling value, an overflowing computation) should not fail a whole row or request.
+// Doubles are written in Python's repr form (`0.1`, `1.0`, `1e+20`); NaN and ±Infinity always as null.
 // Thread-safety: ParseJson uses a thread-local parser; all functions are safe to call concurrently.
 #pragma once
 

@@ -1,9 +1,9 @@
 // Value: the JSON-shaped value every row, variable and output is made of.
 //
-// Null, bool, 64-bit int, double, string, array, object (keys kept in insertion order, as Python dicts and
-// HF datasets keep them) and bytes (binary data, e.g. an image's file content from an Arrow binary column; JSON has
-// no bytes, so JSON text holds them as a base64 string). Arrays and objects are shared and copy-on-write, so copying a Value is cheap (one
-// refcount) and values can be passed between stages without deep copies.
+// Null, bool, 64-bit int, double, string, array, object (keys kept in insertion order, as Python dicts and HF datasets
+// keep them) and bytes (binary data, e.g. an image's file content from an Arrow binary column; JSON has no bytes, so
+// JSON text holds them as a base64 string). Arrays and objects are shared and copy-on-write, so copying a Value is
+// cheap (one refcount) and values can be passed between stages without deep copies.
 // Equality is JSON equality: 1 == 1.0, object equality ignores key order.
 // Thread-safety: a Value may be read from several threads; mutating one that shares its storage copies first,
 // so mutation never affects other holders — but a single Value must not be mutated concurrently.

@@ -1,16 +1,10 @@
 // Loading llama.cpp's backends in its shared (prebuilt) build, MMIRAGE_LLAMA_DYNAMIC_BACKENDS. Header only, with no
 // mmirage dependency, so the raw benchmark baselines (linked against llama.cpp alone) load exactly what the engine
 // loads.
-//
-// Contract: LoadLlamaBackends(dir), dir = the directory of libggml (empty: ggml's default search path).
-//   1. A CPU backend built for this machine (scripts/setup.sh: libggml-cpu.so and cpu-flags, the build machine's
-//      /proc/cpuinfo flags) is looked for in <dir>/cpu-native/ (an install bundle), or when that is absent in
-//      MMIRAGE_LLAMA_NATIVE_CPU_DIR (the build tree's cache dir, compiled in). It is used only when this CPU has
-//      every flag listed in cpu-flags (it is compiled with -march=native), and ggml accepts it.
-//   2. Otherwise (none, another CPU, MMIRAGE_LLAMA_CPU=prebuilt in the environment, or it fails to load) the
-//      prebuilt libggml-cpu-<family>.so variants in dir, the best one for this CPU chosen by ggml.
-// Returns one line saying which CPU backend was loaded and why (for the log); the caller checks that a CPU device
-// exists. Called once per process, before llama_backend_init.
+// LoadLlamaBackends(dir), dir = the directory of libggml (empty: ggml's default search path), loads a CPU backend
+// built for this machine when there is one and this CPU has every flag it was compiled for, else the best prebuilt
+// libggml-cpu-<family>.so variant (rules below). Returns one line saying which CPU backend was loaded and why (for
+// the log); the caller checks that a CPU device exists. Called once per process, before llama_backend_init.
 #pragma once
 
 #ifdef MMIRAGE_LLAMA_DYNAMIC_BACKENDS
@@ -44,6 +38,12 @@ inline std::set<std::string> ReadFlagWords(const std::string& path, const std::s
   return out;
 }
 
+//   1. A CPU backend built for this machine (scripts/setup.sh: libggml-cpu.so and cpu-flags, the build machine's
+//      /proc/cpuinfo flags) is looked for in <dir>/cpu-native/ (an install bundle), or when that is absent in
+//      MMIRAGE_LLAMA_NATIVE_CPU_DIR (the build tree's cache dir, compiled in). It is used only when this CPU has
+//      every flag listed in cpu-flags (it is compiled with -march=native), and ggml accepts it.
+//   2. Otherwise (none, another CPU, MMIRAGE_LLAMA_CPU=prebuilt in the environment, or it fails to load) the
+//      prebuilt libggml-cpu-<family>.so variants in dir, the best one for this CPU chosen by ggml.
 inline std::string LoadLlamaBackends(const std::string& dir) {
   std::string why;
   const char* force = std::getenv("MMIRAGE_LLAMA_CPU");

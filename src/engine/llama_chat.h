@@ -1,5 +1,7 @@
 // The chat-template step shared by the embedded engine (FormatPrompt) and the vocab-only tokenizer (estimate):
 // one user turn holding request.prompt, rendered with the model's own template, so both count the same tokens.
+// Errors: kInvalidArgument when the template fails (llama.cpp's exceptions are caught here). Thread-safe for
+// concurrent callers on the same (read-only) templates.
 #pragma once
 
 #include <string>

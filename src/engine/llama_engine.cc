@@ -1,6 +1,29 @@
 // The llama engine's adapter: loads the model and the context, turns Requests into PreparedRequests (chat
 // template, tokens, sampler and grammar) on the submitting thread, and hands them to the DecodeLoop.
 // llama.cpp and common throw; every call that may is wrapped here and its exceptions are caught by type.
+//
+// Images (Request::images, with mmproj_path): each image is decoded and preprocessed by libmtmd in Submit, on
+// the caller's thread, and its kImageMarker in the formatted prompt becomes the image's media tokens; the decode
+// loop encodes it (one image at a time, see llama_loop.h) unless the same pixels were encoded recently (the
+// encode cache, keyed by the SHA-256 of the decoded pixels). Image tokens count as prompt tokens. Request errors
+// (kInvalidArgument): images without a projector, an http(s) URL (the embedded engine does not fetch), an
+// unreadable file, bytes that are not an image, marker and image counts that differ.
+//
+// Errors of one request (prompt longer than the context, a grammar that cannot be built, a decode failure that
+// can be isolated) finish that request with kError; the other requests go on:
+//  - template, tokenization, sampler or schema problems: kInvalidArgument (found in Submit, reported through the
+//    callback on the engine thread like every completion);
+//  - a prompt of more than n_ctx_seq - 1 tokens: kInvalidArgument "prompt has N tokens, more than the context of
+//    M" (M = n_ctx_seq - 1: one position is kept for the answer);
+//  - no KV cell left even for a single token after dropping the shared prefix: kUnavailable for the request whose
+//    token did not fit; a failing llama_decode: kInternal for the requests with tokens in the failing part;
+//  - Shutdown: kUnavailable "engine shut down" for every active and queued request.
+// Generation ends at an end-of-generation token (kStop, not in the text; with ignore_eos those tokens are banned,
+// except under a JSON schema, whose grammar can only end with one), before a stop string (kStop, text cut before
+// it), after max_new_tokens tokens or when the sequence's n_ctx_seq positions are used up (kLength).
+// A Submit after Shutdown runs its callback at once, on the caller's thread, with kError "engine shut down".
+// Determinism: greedy requests (temperature 0) give the same text whatever else runs beside them; sampled
+// requests without a seed use `seed` + the request's submission index.
 #include "engine/llama_engine.h"
 
 #include <algorithm>

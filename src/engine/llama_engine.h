@@ -1,34 +1,12 @@
 // The embedded llama.cpp engine: one model, one context with `n_parallel` sequences over a unified KV cache, and
-// one thread running a continuous-batching decode loop (new prompts are prefilled in chunks beside running
-// decodes; a finished sequence takes the next request at once). A shared prompt prefix is evaluated once and its
-// KV cells are shared with new sequences. JSON outputs are constrained by a grammar built from the JSON schema
-// (llama.cpp's converter); chat formatting uses the model's own template (or `chat_template_file`).
-//
-// Images (Request::images, with mmproj_path): each image is decoded and preprocessed by libmtmd in Submit, on
-// the caller's thread, and its kImageMarker in the formatted prompt becomes the image's media tokens; the decode
-// loop encodes it (one image at a time, see llama_loop.h) unless the same pixels were encoded recently (the
-// encode cache, keyed by the SHA-256 of the decoded pixels). Image tokens count as prompt tokens. Request errors
-// (kInvalidArgument): images without a projector, an http(s) URL (the embedded engine does not fetch), an
-// unreadable file, bytes that are not an image, marker and image counts that differ.
-//
-// Errors of one request (prompt longer than the context, a grammar that cannot be built, a decode failure that
-// can be isolated) finish that request with kError; the other requests go on:
-//  - template, tokenization, sampler or schema problems: kInvalidArgument (found in Submit, reported through the
-//    callback on the engine thread like every completion);
-//  - a prompt of more than n_ctx_seq - 1 tokens: kInvalidArgument "prompt has N tokens, more than the context of
-//    M" (M = n_ctx_seq - 1: one position is kept for the answer);
-//  - no KV cell left even for a single token after dropping the shared prefix: kUnavailable for the request whose
-//    token did not fit; a failing llama_decode: kInternal for the requests with tokens in the failing part;
-//  - Shutdown: kUnavailable "engine shut down" for every active and queued request.
-// Generation ends at an end-of-generation token (kStop, not in the text; with ignore_eos those tokens are banned,
-// except under a JSON schema, whose grammar can only end with one), before a stop string (kStop, text cut before
-// it), after max_new_tokens tokens or when the sequence's n_ctx_seq positions are used up (kLength).
-//
-// Threading: Submit templates and tokenizes on the caller's thread (concurrent callers are fine) and never waits
-// for generation; one engine thread owns the llama context and runs every callback. A Submit after Shutdown
-// runs its callback at once, on the caller's thread, with kError "engine shut down".
-// Determinism: greedy requests (temperature 0) give the same text whatever else runs beside them; sampled
-// requests without a seed use `seed` + the request's submission index.
+// one thread running a continuous-batching decode loop (engine/llama_loop.h); a shared prompt prefix is evaluated
+// once. JSON outputs are grammar-constrained; chat formatting uses the model's own template (or
+// `chat_template_file`); images (with mmproj_path) become the model's media tokens.
+// Errors finish one request with kError, the others go on: kInvalidArgument for a bad template, prompt, schema or
+// image and for a prompt longer than the context; kUnavailable when no KV cell is left or after Shutdown;
+// kInternal for a failing decode (the cases, and when generation ends: llama_engine.cc).
+// Threading: Submit prepares on the caller's thread (concurrent callers are fine) and never waits; one engine
+// thread owns the llama context and runs every callback. Greedy requests are deterministic whatever runs beside.
 #pragma once
 
 #include <memory>
@@ -59,7 +37,7 @@ struct LlamaEngineOptions {
   bool prefix_reuse = true;          // share a common prompt prefix between sequences (see llama_prefix.h)
   int min_prefix_tokens = 32;        // shortest prefix worth sharing, tokens
   uint64_t seed = 0;                 // default sampling seed
-  // Debug switch reproducing the original's batch-synchronous loop: requests are admitted only when every
+  // Debug switch for a batch-synchronous loop (MMIRAGE's): requests are admitted only when every
   // sequence is idle (benchmarks only).
   bool batch_barrier = false;
   Env* env = nullptr;                // file checks and reads, clock; nullptr: Env::Default(). Borrowed.

@@ -1,3 +1,17 @@
+// Each iteration: admit queued requests into idle slots (a finished slot takes the next request at once; no
+// batch barrier unless LoopOptions::batch_barrier), build one batch with a token for every generating slot, the
+// next chunk of the shared prefix and chunks of prompts being prefilled (n_batch tokens in all; logits only
+// where a token will be sampled), decode it, sample, and finish the slots that ended.
+//
+// Images (vision models, `mctx` non-null): before each batch, at most one slot whose prefill reached an image has
+// that image encoded (or its embeddings taken from the encode cache) and decoded into its sequence, so other
+// sequences wait for at most one image encode per iteration. A prompt's text is batched up to its next image.
+// An image that cannot be encoded fails its request with kInvalidArgument.
+//
+// Failures are isolated (the "blast radius" rule): when the KV cache has no room the loop drops the shared
+// prefix, then halves the batch; a single token that still does not fit, or a decode error, finishes only the
+// requests whose tokens were in the failing part with kError.
+
 #include "engine/llama_loop.h"
 
 #include <cmath>

@@ -1,19 +1,9 @@
-// Private to the llama engine. DecodeLoop: the one thread that owns the llama context (STYLE.md principle 7).
-//
-// Each iteration: admit queued requests into idle slots (a finished slot takes the next request at once; no
-// batch barrier unless LoopOptions::batch_barrier), build one batch with a token for every generating slot, the
-// next chunk of the shared prefix and chunks of prompts being prefilled (n_batch tokens in all; logits only
-// where a token will be sampled), decode it, sample, and finish the slots that ended.
-//
-// Images (vision models, `mctx` non-null): before each batch, at most one slot whose prefill reached an image has
-// that image encoded (or its embeddings taken from the encode cache) and decoded into its sequence, so other
-// sequences wait for at most one image encode per iteration. A prompt's text is batched up to its next image.
-// An image that cannot be encoded fails its request with kInvalidArgument.
-//
-// Failures are isolated (the "blast radius" rule): when the KV cache has no room the loop drops the shared
-// prefix, then halves the batch; a single token that still does not fit, or a decode error, finishes only the
-// requests whose tokens were in the failing part with kError.
-//
+// Private to the llama engine. DecodeLoop: the one thread that owns the llama context. Each iteration admits queued
+// requests into idle slots, builds one batch (a token per generating slot, the next chunk of the shared prefix and
+// of prompts being prefilled, n_batch tokens in all), decodes it, samples, and finishes the slots that ended; with
+// a vision model, at most one image per iteration is encoded (or taken from the encode cache).
+// Errors are isolated per request: no KV room → the shared prefix is dropped, then the batch halved; a token that
+// still does not fit, a decode error or an image that cannot be encoded finishes only the requests concerned.
 // Thread-safety: Enqueue, Stop and counters may be called from any thread. Callbacks run on the loop thread.
 // Ownership: borrows the model and the context, which must outlive the loop.
 #pragma once

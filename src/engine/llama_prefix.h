@@ -1,16 +1,8 @@
 // Private to the llama engine. SharedPrefix: the leading tokens that recent prompts have in common, kept in the
 // KV cache under one extra sequence so that it is evaluated once and its cells are shared with new sequences.
-//
-// Policy (the tokens are decided here; the loop evaluates them through its batches):
-//  - no prefix yet: the longest common prefix (LCP) of the last two prompts, when at least `min_tokens` long;
-//  - a prompt that shares a shorter but still long-enough run shrinks the prefix (cells past it are dropped);
-//  - a prompt that shares less is a miss; two consecutive misses sharing a long-enough run replace the prefix
-//    (unless requests are waiting for it), so a workload that changes its instruction gets a new prefix, while
-//    two interleaved instructions do not thrash.
-// The prefix never grows in place: a longer one is a replacement. Sequences that copied cells keep them: in a
-// unified KV cache a copy only tags the same cells with one more sequence id, so dropping the prefix sequence
-// never disturbs them.
-//
+// This class decides the tokens (policy in llama_prefix.cc: the longest common prefix of recent prompts, at least
+// `min_tokens` long, shrunk or replaced as prompts change); the loop evaluates them through its batches. Dropping
+// the prefix never disturbs sequences that copied its cells.
 // Thread-safety: used by the decode-loop thread only. Borrows `mem`, which must outlive this object.
 #pragma once
 

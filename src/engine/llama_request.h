@@ -1,9 +1,9 @@
 // Private to the llama engine (src/engine/llama_*.cc): the native form a Request takes at the engine's edge.
 //
-// Submit turns a Request into a PreparedRequest on the caller's thread (chat template, tokenization, sampler
-// and grammar), so the decode loop only ever sees tokens (STYLE.md principle 7). A request that could not be
-// prepared still travels the queue, carrying its error, so that its callback runs on the engine thread like
-// every other one.
+// Submit turns a Request into a PreparedRequest on the caller's thread (chat template, tokenization, sampler and
+// grammar), so the decode loop only ever sees tokens (one thread owns the model; everything else stays off it). A
+// request that could not be prepared still travels the queue, carrying its error, so that its callback runs on the
+// engine thread like every other one.
 //
 // Thread-safety: a PreparedRequest is owned by one thread at a time (the submitter, then the loop).
 #pragma once

@@ -1,8 +1,8 @@
-// A managed inference server (SGLang, vLLM, llama-server) started for one shard: spawned in its own process
-// group with its stdout/stderr appended to a log file, polled until healthy, then used through the OpenAI engine,
-// and stopped (SIGTERM to the group, SIGKILL after a grace period) when the engine shuts down, when startup
-// fails, or when this object is destroyed. When mmirage dies (even by SIGKILL) the leader gets SIGKILL and a guard
-// process stops the rest of the group (util/process/subprocess.h: stop_group_with_parent), so no server process is left.
+// A managed inference server (SGLang, vLLM, llama-server) started for one shard: spawned in its own process group with
+// its stdout/stderr appended to a log file, polled until healthy, then used through the OpenAI engine, and stopped
+// (SIGTERM to the group, SIGKILL after a grace period) when the engine shuts down, when startup fails, or when this
+// object is destroyed. When mmirage dies (even by SIGKILL) the leader gets SIGKILL and a guard process stops the rest
+// of the group (util/process/subprocess.h: stop_group_with_parent), so no server process is left.
 //
 // Thread-safety: Start, Stop and the destructor from one thread (the engine's owner); the engine from
 // CreateManagedServerEngine follows engine.h. Ownership: the ManagedServer owns the child process.

@@ -1,3 +1,24 @@
+// Faults, per request (the same scheduler as the embedded engine sees only the final Completion):
+//  - HTTP 408/409/429/5xx, a broken connection, no response within timeout_seconds, a connection that cannot be
+//    made, a malformed 2xx body: retried up to max_retries times after an exponential backoff with full jitter
+//    (backoff_base_seconds × 2^(n−1), at most backoff_max_seconds), and at least the server's Retry-After (capped
+//    at max_retry_after_seconds). A request waiting for its retry does not hold a concurrency slot. When the
+//    retries are used up: kError with kUnavailable "<last error> (gave up after N attempts)".
+//  - other HTTP 4xx (a prompt longer than the context, a bad schema, a wrong model or key): kInvalidArgument
+//    "HTTP 400: <server message>", not retried.
+//  - endpoint down: once connections have failed (no HTTP response at all) for down_timeout_seconds, the
+//    endpoint is declared down for good: every queued, waiting and later request fails at once with kUnavailable
+//    "endpoint <base_url> unreachable for N s" (logged once), instead of each request spending its retries.
+// The API key is sent as "Authorization: Bearer …" and never logged nor put in an error message.
+//
+// Images (Request::images) are `image_url` content parts of the user message, where their markers are; local
+// files are read in Submit and sent, like image bytes, as base64 data: URLs with their MIME type (sniffed from the
+// bytes); http(s) URLs are passed through for the server to fetch. An unreadable file, bytes of no known image
+// type, or images with the completion API: kInvalidArgument.
+//
+// Threading: a request whose body cannot be built also gets its callback (kInvalidArgument) on the loop thread;
+// a Submit after Shutdown runs its callback at once on the caller's thread.
+
 #include "engine/openai_engine.h"
 
 #include <atomic>

@@ -1,29 +1,12 @@
 // The OpenAI engine: requests to an OpenAI-compatible HTTP endpoint (SGLang, vLLM, llama-server, a hosted API),
-// asynchronous on one event-loop thread (libcurl multi, util/http/event_loop.h) — no thread per request — with at most
-// `max_concurrency` requests in flight; the rest wait in a FIFO queue (retries go first).
-//
-// Faults, per request (the same scheduler as the embedded engine sees only the final Completion):
-//  - HTTP 408/409/429/5xx, a broken connection, no response within timeout_seconds, a connection that cannot be
-//    made, a malformed 2xx body: retried up to max_retries times after an exponential backoff with full jitter
-//    (backoff_base_seconds × 2^(n−1), at most backoff_max_seconds), and at least the server's Retry-After (capped
-//    at max_retry_after_seconds). A request waiting for its retry does not hold a concurrency slot. When the
-//    retries are used up: kError with kUnavailable "<last error> (gave up after N attempts)".
-//  - other HTTP 4xx (a prompt longer than the context, a bad schema, a wrong model or key): kInvalidArgument
-//    "HTTP 400: <server message>", not retried.
-//  - endpoint down: once connections have failed (no HTTP response at all) for down_timeout_seconds, the
-//    endpoint is declared down for good: every queued, waiting and later request fails at once with kUnavailable
-//    "endpoint <base_url> unreachable for N s" (logged once), instead of each request spending its retries.
-// The API key is sent as "Authorization: Bearer …" and never logged nor put in an error message.
-//
-// Images (Request::images) are `image_url` content parts of the user message, where their markers are; local
-// files are read in Submit and sent, like image bytes, as base64 data: URLs with their MIME type (sniffed from the
-// bytes); http(s) URLs are passed through for the server to fetch. An unreadable file, bytes of no known image
-// type, or images with the completion API: kInvalidArgument.
-//
-// Threading: Submit builds the request body on the caller's thread and hands it to the loop; every callback runs
-// on the loop thread (also for a request whose body cannot be built: kInvalidArgument). Shutdown finishes every
-// pending request with kUnavailable "engine shut down" and joins the loop thread; a Submit after Shutdown runs its
-// callback at once on the caller's thread.
+// asynchronous on one event-loop thread (util/http/event_loop.h), at most `max_concurrency` in flight, the rest
+// queued FIFO (retries first). Images are `image_url` parts (local files and bytes as base64 data: URLs).
+// Errors per request: retryable faults (408/409/429/5xx, broken or refused connection, timeout, malformed 2xx body)
+// are retried with backoff and Retry-After, then kUnavailable "… (gave up after N attempts)"; other 4xx and bad
+// images: kInvalidArgument, not retried; an endpoint unreachable for down_timeout_seconds fails every request at
+// once. The API key is never logged nor put in a message (details: openai_engine.cc).
+// Threading: Submit builds the body on the caller's thread; every callback runs on the loop thread. Shutdown
+// finishes pending requests with kUnavailable "engine shut down" and joins the loop thread.
 #pragma once
 
 #include <cstdint>

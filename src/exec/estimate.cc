@@ -1,3 +1,8 @@
+// The sample: every dataset, split and shard has at least one row, the rest in proportion to row counts, evenly
+// spaced inside each shard. Prompt tokens are counted with a vocab-only GGUF load. The sample runs on a copy of the
+// config pointing at a temporary directory, with the cache off, to measure output tokens per row and speed at the
+// configured parallelism; totals are extrapolated from the sample's spread.
+
 #include "exec/estimate.h"
 
 #include <algorithm>

@@ -1,15 +1,10 @@
 // `mmirage estimate`: what a run of a config will cost before it runs — tokens, wall time, GPU time, money.
-//
-// A reproducible sample spread over the dataset (every dataset, split and shard has at least one row, the rest
-// in proportion to row counts, evenly spaced inside each shard) is rendered; prompt tokens are counted with the
-// model's own tokenizer (a vocab-only GGUF load) and, unless generation is off, the sample is run for real on the
-// configured engine in a temporary directory (a copy of the config pointing there, with the cache off: nothing
-// of the real run's state, outputs or cache is touched) to measure output tokens per row and speed at the
-// configured parallelism. Totals are extrapolated with a 90 % interval from the sample's spread
-// (stats/estimate_math.h). Paid endpoints (backend openai, batch_api) are never called unless `generate_via`
-// names a synchronous OpenAI-compatible endpoint; without it their output tokens are bounded by max tokens.
-//
-// Not thread-safe; one call at a time (it may run a shard in-process).
+// A reproducible sample spread over the dataset is rendered, its prompt tokens counted with the model's own
+// tokenizer and, unless generation is off, run for real on the configured engine in a temporary directory (nothing
+// of the real run's state, outputs or cache is touched); totals are extrapolated with a 90 % interval
+// (stats/estimate_math.h). Paid endpoints (backend openai, batch_api) are never called unless `generate_via` names
+// a synchronous OpenAI-compatible endpoint; without it their output tokens are bounded by max tokens.
+// Errors: see RunEstimate. Not thread-safe; one call at a time (it may run a shard in-process).
 #pragma once
 
 #include <optional>

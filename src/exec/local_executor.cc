@@ -54,8 +54,8 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       queue.push_back(id);
     }
   }
-  // backend: sglang image generation: one server around all the shard processes, as the original (they get its
-  // URL in MMIRAGE_SGLANG_BASE_URL).
+  // backend: sglang image generation: one server shared by all the shard processes, which get its URL in
+  // MMIRAGE_SGLANG_BASE_URL (starting one server per shard would load the model once per shard).
   std::unique_ptr<engine::ManagedServer> image_server;
   if (!queue.empty()) {
     auto s = process::image_gen::StartSharedImageServer(config, config.loading.state_dir, config::ProcessEnvLookup());

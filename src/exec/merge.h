@@ -1,9 +1,9 @@
-// Merging shard outputs (spec pipeline.md §10): the `shard_<n>` directories of a dataset output dir are
-// concatenated in shard order into one output directory in the shards' output format, written through a temporary
-// sibling and published atomically. jsonl: rows copied as bytes, never re-parsed. hf: the shards' Arrow files are
-// hard-linked (copied across file systems) and listed in one state.json when all shards have the same features,
-// else re-encoded with one inferred type. parquet: re-encoded into one data.parquet. Shards of different formats
-// are an error. Thread-safety: none needed (one call at a time).
+// Merging shard outputs: the `shard_<n>` directories of a dataset output dir are concatenated in shard order into
+// one output directory in the shards' output format, written through a temporary sibling and published atomically.
+// jsonl: rows copied as bytes, never re-parsed. hf: the shards' Arrow files are hard-linked (copied across file
+// systems) and listed in one state.json when all shards have the same features, else re-encoded with one inferred
+// type. parquet: re-encoded into one data.parquet. Shards of different formats are an error.
+// Thread-safety: none needed (one call at a time).
 #pragma once
 
 #include <cstdint>
@@ -34,7 +34,8 @@ struct MergeReport {
   int64_t skipped_zero_rows = 0;  // shard dirs with no rows
   std::vector<int64_t> ignored_beyond_num_shards;  // stale shard_<n> folders left out (MergeOptions::num_shards)
   int64_t error_rows = 0;         // lines of the shards' errors.jsonl, merged into <output>/errors.jsonl
-  std::string Summary() const;    // "Merged dataset <name>: shards=… rows=… output=… skipped=… (invalid=…, zero_rows=…)"
+  // "Merged dataset <name>: shards=… rows=… output=… skipped=… (invalid=…, zero_rows=…)"
+  std::string Summary() const;
 };
 
 // Errors: kNotFound (no input dir / no shard dirs / a required shard missing), kInvalidArgument (unsafe output

@@ -1,16 +1,10 @@
-// Shard classification (spec cli.md §3, with our fixes) and the per-shard details shown by `mmirage check`.
-//
-// For each shard 0 … num_shards-1 the state directory's record (state/shard_state.h) is read and put in one class:
+// Shard classification and the per-shard details shown by `mmirage check`. For each shard 0 … num_shards-1 the
+// state directory's record (state/shard_state.h) is read and put in one class:
 //   successful  status `success`
-//   running     status `running` and the worker looks alive
+//   running     status `running` and the worker looks alive (heartbeat fresh; pid alive if it ran on this host)
 //   failed      anything else, retryable: `failed`, `missing`, `unknown`, or a *stale* `running` record
-//   exhausted   not successful, not (live) running, and spent attempts >= max_retries + 1: the budget is spent
-//               (an attempt that committed new rows is not spent: ShardRecord::attempts_spent)
-// Differences from the original: a shard runs at most max_retries + 1 attempts in total (the original allows one
-// more); a `running` record is stale, hence failed, when its worker ran on this host and its pid is gone, or when
-// its heartbeat (state/heartbeat.h; started_at when there is no heartbeat file yet) is older than
-// heartbeat_timeout_seconds; attempts come from attempts.log too, so a corrupted status.json keeps the count.
-//
+//   exhausted   not successful, not (live) running, and spent attempts >= max_retries + 1 (an attempt that
+//               committed new rows is not spent: ShardRecord::attempts_spent); attempts.log keeps the count
 // Thread-safety: pure functions except ClassifyShards, which only reads the state directory.
 #pragma once
 
@@ -71,7 +65,7 @@ struct Classification {
 
   // Exit-0 rule: every shard successful.
   bool AllSucceeded() const { return successful.size() == shards.size(); }
-  // {"total", "successful", "running", "failed", "max_retries_exceeded"} in this order (cli.md §3.1), then
+  // {"total", "successful", "running", "failed", "max_retries_exceeded"} in this order, then
   // "submitted" when some shard is.
   Value SummaryValue() const;
   // {"summary": SummaryValue(), "shards": [ShardDetailValue…]} (`check --json`).

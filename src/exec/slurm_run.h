@@ -1,19 +1,9 @@
-// SLURM mode orchestration (spec slurm.md §3–§4, improved): submit shards as an array job, wait for it while
-// printing progress across shards, judge each shard from the state directory, and resubmit the failed ones as a
-// sparse array until every shard succeeded or the failed ones spent their budget.
-//
-// Differences from the original:
-//   * A shard runs at most max_retries + 1 attempts. Attempts are the larger of what the workers recorded
-//     (status.json / attempts.log) and the submissions made by this process, so a task that died before it
-//     could write anything (binary missing, node failure, scancel while pending) still spends budget: the loop
-//     always ends.
-//   * A task that ended while its status still says `running` (time limit, OOM, scancel, node failure) is a
-//     failed attempt, reported with SLURM's final state (sacct when accounting is enabled, else the state the
-//     controller showed; else the stale heartbeat/dead pid of shard_classify.h).
-//   * The first submission covers only the shards not yet successful (retried shards resume at the row).
-//   * A job the controller forgot is finished (no endless polling); squeue failing for 10 minutes in a row is
-//     an error.
-//
+// SLURM mode orchestration: submit the shards not yet successful as an array job, wait for it while printing
+// progress across shards, judge each shard from the state directory, and resubmit the failed ones as a sparse
+// array until every shard succeeded or the failed ones spent their budget (max_retries + 1 attempts, counting
+// submissions made by this process too, so the loop always ends). A task that ended while its status still says
+// `running` is a failed attempt, reported with SLURM's final state. A job the controller forgot is finished;
+// squeue failing for 10 minutes in a row is an error.
 // Thread-safety: one call at a time. Ownership: everything in the options is borrowed for the call.
 #pragma once
 

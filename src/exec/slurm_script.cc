@@ -13,7 +13,7 @@ std::string TrimWs(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
-// Shell path (slurm.md §1): `~` expanded; `$…` kept for the compute node; relative → under project_root.
+// Shell path: `~` expanded; `$…` kept for the compute node; relative → under project_root.
 std::string ShellPath(Env* env, const std::string& value, const std::string& project_root,
                       const config::EnvLookup& lookup) {
   std::string v = config::ExpandUser(TrimWs(value), lookup);

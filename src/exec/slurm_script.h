@@ -1,12 +1,8 @@
-// The sbatch submission of SLURM mode (spec slurm.md §1–§3, adapted): one array task per shard, each running this
-// mmirage binary on the config with `--shard-id $SLURM_ARRAY_TASK_ID`.
-//
-// Every directive goes on sbatch's command line (an argv, never through a shell); the batch script (written to a
-// file next to the task logs) quotes every config value it contains: double-quoted values (DQ, `$VAR` left to expand on the compute
-// node) reject command substitution, single-quoted ones (SQ) are inert. `--gres=gpu:N` is requested only when
-// gpus > 0. srun starts exactly one copy of the shard worker (the original started nodes × ntasks_per_node copies
-// of the same shard, racing on its state).
-//
+// The sbatch submission of SLURM mode: one array task per shard, each running this mmirage binary on the config
+// with `--shard-id $SLURM_ARRAY_TASK_ID`. Every directive goes on sbatch's command line (an argv, never a shell);
+// the batch script (written next to the task logs) quotes every config value: double-quoted values (DQ, `$VAR`
+// expands on the compute node) reject command substitution, single-quoted ones (SQ) are inert. `--gres=gpu:N` only
+// when gpus > 0. srun starts exactly one copy of the shard worker per task.
 // Pure functions except ResolveSlurmPaths (reads the file system through Env). Thread-safe.
 #pragma once
 
@@ -21,7 +17,7 @@
 
 namespace mmirage::exec {
 
-// Paths of the submission, resolved on the submitting host (slurm.md §1).
+// Paths of the submission, resolved on the submitting host.
 struct SlurmPaths {
   std::string project_root;  // absolute, symlinks resolved: the tasks' working directory (--chdir)
   std::string report_dir;    // absolute: the tasks' stdout/stderr files
@@ -59,9 +55,9 @@ Result<SbatchRequest> BuildSbatchRequest(const config::ExecutionParams& exec, co
 // "0-3,7"); "%K" appended when `throttle` > 0.
 std::string FormatArraySpec(const std::vector<int64_t>& ids, int64_t num_shards, int64_t throttle);
 
-// SQ of slurm.md §2: bare when only [A-Za-z0-9_@%+=:,./-], else '…' with ' written as '"'"'; empty → ''.
+// SQ (single-quoted): bare when only [A-Za-z0-9_@%+=:,./-], else '…' with ' written as '"'"'; empty → ''.
 std::string ShellQuote(std::string_view v);
-// DQ of slurm.md §2: "…" with \ and " escaped; `$VAR` stays active. kInvalidArgument on ` or $(.
+// DQ (double-quoted): "…" with \ and " escaped; `$VAR` stays active. kInvalidArgument on ` or $(.
 Result<std::string> DoubleQuoteNoSubst(std::string_view v);
 
 }  // namespace mmirage::exec

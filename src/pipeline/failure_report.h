@@ -1,5 +1,4 @@
-// Failed rows, reported so that a user can act on them without opening errors.jsonl (issue #13 item 10).
-//
+// Failed rows, reported so that a user can act on them without opening errors.jsonl.
 // FirstFailures: the first few failed rows of a shard, read back from its errors.jsonl files, as lines
 // ("data.jsonl:17 [render_prompt] line 1: 'x' is undefined") for stderr; the rest stay in the files.
 // SummarizeFailures: the same over every shard of a config, for the end of a multi-shard run (local workers,

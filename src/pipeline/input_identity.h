@@ -1,5 +1,5 @@
 // Resume identity: what a dataset's shard output is made from, so that a partial output (journal) or a published
-// shard is only ever continued or kept for the same thing (issue #13, item 6). It is a JSON object, stored in the
+// shard is only ever continued or kept for the same thing. It is a JSON object, stored in the
 // shard's journal.json and _mmirage.json (docs/state_format.md):
 //   {"format_version": 2,                        this layout of the identity and of the shard's files
 //    "config": "<16 hex>",                       hash of the YAML text

@@ -25,7 +25,7 @@ RowTransform::RowTransform(const config::Config* config, Env* env, std::string i
     for (size_t j = 0; j < i; ++j)
       if (inputs[i].name == inputs[j].name) unique_input_names_ = false;
   image_names_ = process::llm::ImageVariableNames(*config_);
-  // Image columns (pipeline.md §7.3): plain references to image_gen outputs in path mode, top level only.
+  // Image columns (cast_images): plain references to image_gen outputs in path mode, top level only.
   const auto& schema = config_->processing.output_schema;
   if (schema.kind == config::OutputNode::Kind::kMap) {
     for (const auto& [k, node] : schema.members) {
@@ -99,7 +99,8 @@ StageResult<Value> RowTransform::Extract(const Value& row) const {
   return out;
 }
 
-// spec pipeline.md §5.1, plus data: URIs, bytes and HF Image structs {"bytes", "path"}.
+// Image paths resolve as MMIRAGE resolves them (same error texts); data: URIs, bytes and HF Image structs
+// {"bytes", "path"} are accepted too.
 Result<Value> RowTransform::ResolveImage(const Value& v) const {
   if (v.is_bytes()) return v;  // the bytes of an image file
   if (v.is_object() && (v.Find("bytes") != nullptr || v.Find("path") != nullptr)) {
@@ -191,8 +192,8 @@ Status RowTransform::RenderNodeJson(const config::OutputNode& node, const Value&
       return Status::OK();
     }
     case Kind::kTemplate: {
-      // A plain `{{ var }}` keeps the variable's JSON type, whatever it is (we deliberately differ from the
-      // original, which stringifies numbers and booleans). An absent variable renders as "".
+      // A plain `{{ var }}` keeps the variable's JSON type, whatever it is, so a number stays a number in the
+      // output row. An absent variable renders as "".
       if (node.plain_var) {
         if (const Value* v = vars.Find(*node.plain_var)) {
           if (tag_bytes_) AppendJsonTagged(*v, out);

@@ -43,13 +43,13 @@ class RowTransform {
 
   // The variable environment of a row: an object {input name → value}. Errors (stage kExtract): a required
   // input that is null/missing, a JMESPath runtime error, an unresolvable image path, a malformed data: URI.
-  // Image values: paths resolve as the original does (spec pipeline.md §5.1, same error texts); http(s) URLs,
+  // Image values: paths resolve as MMIRAGE resolves them (same error texts); http(s) URLs,
   // data: URIs and bytes pass through; an HF Image struct {"bytes", "path"} passes through with bytes, has its
   // path resolved without, and is a null image when both are null.
   StageResult<Value> Extract(const Value& row) const;
 
   // The output row: output_schema rendered with `vars` (a plain `{{ var }}` keeps the variable's JSON type, an
-  // absent one renders as ""), assembled with the original columns per remove_columns. Errors (stage
+  // absent one renders as ""), assembled with the input row's columns per remove_columns. Errors (stage
   // kRenderOutput): a template error (e.g. attribute of an undefined name).
   StageResult<Value> RenderOutput(const Value& row, const Value& vars) const;
   // The same output row, appended to *out as one compact JSON object, without building it as a Value first (the
@@ -60,7 +60,7 @@ class RowTransform {
   // outputs converted to Arrow/Parquet at publish time. Set before sharing the transform.
   void set_tag_bytes(bool on) { tag_bytes_ = on; }
 
-  // cast_images (spec pipeline.md §7.3) for HF/Parquet outputs: a top-level output_schema column that is exactly
+  // cast_images for HF/Parquet outputs: a top-level output_schema column that is exactly
   // `{{ x }}` with x an image_gen output in `path` mode becomes an image value {"bytes": <the file's bytes>,
   // "path": <its file name>} (an HF Image feature, self-contained); null, "" and "none" become null. A file that
   // cannot be read is a row error (stage render_output). Set before sharing the transform.

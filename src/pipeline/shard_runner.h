@@ -1,10 +1,8 @@
-// RunShard: the shard worker (spec pipeline.md §1, improved): for shard `shard_id`, every dataset of the config
-// flows read → extract → render → write, each into its own output_dir, published atomically per dataset, with
-// the state directory tracking the attempt.
-//
-// Row failures are recorded in `<output_dir>/shard_<id>/errors.jsonl` and never written as blank rows; the shard
-// fails when their number exceeds execution_params.max_failed_rows. Fatal errors (unreadable dataset, I/O error
-// on the output) fail the shard; nothing partial is published. Not thread-safe; one call per process.
+// RunShard: the shard worker: for shard `shard_id`, every dataset of the config flows read → extract → render →
+// write, each into its own output_dir, published atomically per dataset, with the state directory tracking the
+// attempt. Row failures are recorded in `<output_dir>/shard_<id>/errors.jsonl` and never written as blank rows;
+// the shard fails when their number exceeds execution_params.max_failed_rows. Fatal errors (unreadable dataset,
+// I/O error on the output) fail the shard; nothing partial is published. Not thread-safe; one call per process.
 #pragma once
 
 #include <cstdint>

@@ -1,3 +1,16 @@
+// Work directory: `<output_dir>/shard_<id>.tmp.partial/` with `data.jsonl` (or `<split>/data.jsonl` per split, plus
+// `dataset_dict.json`), `errors.jsonl`, `usage.jsonl` (per-row tokens, model outputs only) and `journal.json`. Commit()
+// fsyncs the files and then replaces the journal (counts, byte offsets and a checksum of the last block of everything
+// committed). Open() on a work directory whose journal has the same fingerprint and matches its files truncates the
+// files to the committed offsets and resumes: resume_rows() tells the caller how many input rows of each split are
+// already handled (written or recorded as failed), so a crash — kill -9 included — loses at most the rows since the
+// last commit. Finish() commits, converts each split's data.jsonl to the output format (hf: data-00000-of-00001.arrow +
+// state.json + dataset_info.json; parquet: data.parquet), writes `_mmirage.json` (fingerprint, counts) and swaps the
+// directory into `<output_dir>/shard_<id>` with one atomic exchange (renameat2), so a reader sees the old complete
+// shard or the new complete shard, never a partial one; the parent is synced before the old shard is deleted, and the
+// journal is removed only once the new shard is published. An exclusive lock (`.shard_<id>.lock`, hidden) keeps two
+// processes off the same shard. Readers (merge) ignore `*.tmp.*`. Not thread-safe: one writer thread.
+
 #include "pipeline/shard_writer.h"
 
 #include <algorithm>
@@ -86,7 +99,8 @@ Status RemoveJournal(Env* env, const std::string& dir) {
       if (t != dir) MMIRAGE_TRY(env->SyncDir(t));
     }
   }
-  if (env->FileExists(JoinPath(dir, kIdentity))) MMIRAGE_TRY(env->RemoveFile(JoinPath(dir, kIdentity)));  // in _mmirage.json
+  // identity.json goes too: the published shard keeps the identity in _mmirage.json.
+  if (env->FileExists(JoinPath(dir, kIdentity))) MMIRAGE_TRY(env->RemoveFile(JoinPath(dir, kIdentity)));
   if (env->FileExists(JoinPath(dir, kJournal))) MMIRAGE_TRY(env->RemoveFile(JoinPath(dir, kJournal)));
   return env->SyncDir(dir);
 }

@@ -1,17 +1,11 @@
 // ShardWriter: writes one dataset's output for one shard, durably and resumably, and publishes it atomically
-// (model: LevelDB's TableBuilder — sticky status, ends in Finish(), Abandon() or Discard()).
-//
-// Work directory: `<output_dir>/shard_<id>.tmp.partial/` with `data.jsonl` (or `<split>/data.jsonl` per split, plus
-// `dataset_dict.json`), `errors.jsonl`, `usage.jsonl` (per-row tokens, model outputs only) and `journal.json`. Commit() fsyncs the files and then replaces the journal
-// (counts, byte offsets and a checksum of the last block of everything committed). Open() on a work directory whose
-// journal has the same fingerprint and matches its files truncates the files to the committed offsets and resumes: resume_rows() tells the caller how many
-// input rows of each split are already handled (written or recorded as failed), so a crash — kill -9 included —
-// loses at most the rows since the last commit. Finish() commits, converts each split's data.jsonl to the output format
-// (hf: data-00000-of-00001.arrow + state.json + dataset_info.json; parquet: data.parquet), writes `_mmirage.json` (fingerprint, counts) and
-// swaps the directory into `<output_dir>/shard_<id>` with one atomic exchange (renameat2), so a reader sees the old
-// complete shard or the new complete shard, never a partial one; the parent is synced before the old shard is
-// deleted, and the journal is removed only once the new shard is published. An exclusive lock (`.shard_<id>.lock`, hidden) keeps two
-// processes off the same shard. Readers (merge) ignore `*.tmp.*`. Not thread-safe: one writer thread.
+// (model: LevelDB's TableBuilder — sticky status, ends in Finish(), Abandon() or Discard()). Rows go to a work
+// directory `<output_dir>/shard_<id>.tmp.partial/`; Commit() makes them durable, so a crash (kill -9 included) loses
+// at most the rows since the last commit and Open() resumes at the committed rows. Finish() converts to the output
+// format and swaps the result into `<output_dir>/shard_<id>` atomically: a reader sees the old or the new complete
+// shard, never a partial one. An exclusive lock (`.shard_<id>.lock`) keeps two processes off the same shard;
+// readers (merge) ignore `*.tmp.*`. Errors: sticky status() (I/O). Not thread-safe: one writer thread.
+// Details of the work directory and the commit protocol: shard_writer.cc.
 #pragma once
 
 #include <cstdint>
@@ -57,13 +51,13 @@ std::optional<CompletedShard> ReadCompletedShard(Env* env, const std::string& ou
 
 class ShardWriter {
  public:
-  // Journal format (journal.json, docs/state_format.md; the identity is in identity.json, written once): {"format_version", "fingerprint", "splits":
-  // [{"name", "rows_done", "data_bytes", "data_check", "rows_written"}], "errors_bytes", "errors_check",
-  // "usage_bytes", "usage_check", "rows_failed"}. A `*_check` is the hash (16 hex) of the last
-  // min(kCheckBytes, offset) bytes before the committed offset. Open() resumes only when every offset is within
-  // its file and every check matches; otherwise (or for an unreadable journal, out-of-range numbers, a missing
-  // file) it warns naming the file and what was wrong and starts the shard from scratch — it never extends a file
-  // and never fails because of what it found.
+  // Journal format (journal.json, docs/state_format.md; the identity is in identity.json, written once):
+  // {"format_version", "fingerprint", "splits": [{"name", "rows_done", "data_bytes", "data_check", "rows_written"}],
+  // "errors_bytes", "errors_check", "usage_bytes", "usage_check", "rows_failed"}. A `*_check` is the hash (16 hex) of
+  // the last min(kCheckBytes, offset) bytes before the committed offset. Open() resumes only when every offset is
+  // within its file and every check matches; otherwise (or for an unreadable journal, out-of-range numbers, a missing
+  // file) it warns naming the file and what was wrong and starts the shard from scratch — it never extends a file and
+  // never fails because of what it found.
   static constexpr uint64_t kCheckBytes = 4096;
 
   // After a crash between publishing and removing the journal, the published shard still holds journal.json (and,

@@ -1,3 +1,10 @@
+// Conformance: passes the whole official compliance suite (tests/unit/query/compliance_test.cc). String length,
+// reverse and ordering work on Unicode code points. Where the specification leaves room, behaviour follows the
+// reference implementation jmespath.py: to_string prints compact JSON with non-ASCII characters as \uXXXX
+// escapes (Python's json.dumps), and `<`/`<=`/`>`/`>=` also order two strings (by code point).
+// Evaluate walks the AST over a Value; only type/value errors that depend on the data (`abs('x')`, a slice step
+// of 0 applied to an array) are reported at evaluation time. Intermediate results borrow from the input.
+
 #include "query/jmespath.h"
 
 
@@ -12,7 +19,7 @@
 namespace mmirage::query {
 namespace {
 
-// Message prefixes of the statuses this module creates, one per kind (see jmespath_parser.cc and the
+// Message prefixes of the statuses this module creates, one per kind (see internal/jmespath_parser.cc and the
 // "invalid-type: " / "invalid-value: " messages of the interpreter and functions).
 constexpr std::array<std::pair<std::string_view, ErrorKind>, 5> kPrefixes = {{
     {"syntax error at column ", ErrorKind::kSyntax},

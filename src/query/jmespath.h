@@ -1,22 +1,11 @@
 // JMESPath (https://jmespath.org/specification.html): compile an expression once, evaluate it on many rows.
-//
-// Expression::Compile lexes and parses the text into an immutable AST and resolves every function call against
-// the built-in table, so syntax errors, unknown functions and wrong argument counts are all reported before any
-// data is read (the config loader relies on this). Evaluate walks the AST over a Value; only type/value errors
-// that depend on the data (`abs('x')`, a slice step of 0 applied to an array) are reported at evaluation time.
-//
-// Conformance: passes the whole official compliance suite (tests/unit/query/compliance_test.cc). String length,
-// reverse and ordering work on Unicode code points. Where the specification leaves room, behaviour follows the
-// reference implementation jmespath.py: to_string prints compact JSON with non-ASCII characters as \uXXXX
-// escapes (Python's json.dumps), and `<`/`<=`/`>`/`>=` also order two strings (by code point).
-//
-// Errors are Status::InvalidArgument with a one-line message; ErrorKindOf / ErrorColumnOf read back the
-// JMESPath error kind and the 1-based column, so callers never parse messages themselves.
-//
-// Thread-safety and ownership: an Expression owns its AST through a shared pointer; copying is a refcount bump.
-// After Compile it is immutable, and Evaluate may be called concurrently from any number of threads.
-// Evaluate never copies the input: intermediate results borrow from it, and only the final result is copied
-// (for arrays/objects a refcount bump, Value being copy-on-write).
+// Compile parses the text and resolves every function call, so syntax errors, unknown functions and wrong argument
+// counts are reported before any data is read; Evaluate reports only data-dependent type/value errors. Passes the
+// official compliance suite; where the specification leaves room, behaviour follows jmespath.py (details in
+// jmespath.cc). Errors: Status::InvalidArgument with a one-line message; ErrorKindOf / ErrorColumnOf read back the
+// error kind and the 1-based column, so callers never parse messages.
+// Thread-safety: after Compile an Expression is immutable (its AST shared, copying is a refcount bump) and Evaluate
+// may run concurrently. Evaluate never copies the input; only the final result is copied (copy-on-write).
 #pragma once
 
 #include <memory>

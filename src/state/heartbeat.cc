@@ -1,3 +1,7 @@
+// The heartbeat's content (not its mtime) is the time: mtimes on network file systems follow the file server's
+// clock and some of them cache attributes, whereas the content is what the writer's clock said. The files are
+// never fsynced so that a running shard causes no fsync storm on a shared file system.
+
 #include "state/heartbeat.h"
 
 #include <cmath>

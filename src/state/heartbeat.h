@@ -1,14 +1,10 @@
 // Liveness and progress files of a running shard, next to its status.json (format in docs/state_format.md):
-//
 //   <state_dir>/shard_<id>/heartbeat      "<epoch seconds>\n", rewritten every 5 s by the running worker
 //   <state_dir>/shard_<id>/progress.json  {"rows_done", "rows_total", "rows_failed", "rows_per_sec",
 //                                          "started_at", "updated_at", "pid"}, on every commit and every 5 s
-// (state/progress_writer.h is the one writer of both while a shard runs).
-//
-// The heartbeat's content (not its mtime) is the time: mtimes on network file systems follow the file server's
-// clock and some of them cache attributes, whereas the content is what the writer's clock said.
-// Both files are advisory: replaced with WriteFileAtomically(durable = false), so a reader sees a whole old or a
-// whole new file, but never fsynced (no fsync storm on a shared file system; a crash may lose the last write).
+// (state/progress_writer.h is the one writer of both while a shard runs). The heartbeat's time is its content,
+// not its mtime. Both files are advisory: replaced atomically (a reader sees a whole old or new file), never
+// fsynced (a crash may lose the last write).
 // Thread-safety: stateless functions; one writer per shard.
 #pragma once
 

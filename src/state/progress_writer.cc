@@ -1,3 +1,14 @@
+// The background thread:
+//   * rewrites `heartbeat` at most every heartbeat_interval_seconds (5 s, or a third of the stale timeout when that
+//     is shorter, so that a live worker never looks stale),
+//   * rewrites `progress.json` every progress_interval_seconds (5 s), and at once on Committed(),
+//   * calls on_tick every tick (1 s) — the pipeline's time series — and shows a live terminal line every tick or a
+//     log line every log_interval_seconds.
+// Both files are advisory: they are replaced atomically (a reader sees a whole old or new file) but never fsynced,
+// so a shard costs no fsync per second on a shared file system; the syncs of a shard are those of its commits and
+// of status.json. A crash may lose the last few seconds of them, which the stale timeout (minutes) absorbs.
+// Write errors are ignored (a full disk shows up in the commit, which is what matters).
+
 #include "state/progress_writer.h"
 
 #include <algorithm>

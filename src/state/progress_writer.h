@@ -1,17 +1,9 @@
 // ShardProgressWriter: the one writer of a running shard's liveness and progress files (state/heartbeat.h,
-// format in docs/state_format.md) and of its progress display.
-//
-// While it lives, a background thread
-//   * rewrites `heartbeat` at most every heartbeat_interval_seconds (5 s, or a third of the stale timeout when that
-//     is shorter, so that a live worker never looks stale),
-//   * rewrites `progress.json` every progress_interval_seconds (5 s), and at once on Committed(),
-//   * calls on_tick every tick (1 s) — the pipeline's time series — and shows a live terminal line every tick or a
-//     log line every log_interval_seconds.
-// Both files are advisory: they are replaced atomically (a reader sees a whole old or new file) but never fsynced,
-// so a shard costs no fsync per second on a shared file system; the syncs of a shard are those of its commits and
-// of status.json. A crash may lose the last few seconds of them, which the stale timeout (minutes) absorbs.
-// Write errors are ignored (a full disk shows up in the commit, which is what matters).
-//
+// format in docs/state_format.md) and of its progress display. While it lives, a background thread rewrites
+// `heartbeat` (often enough that a live worker never looks stale) and `progress.json` (every
+// progress_interval_seconds, and at once on Committed()), calls on_tick every second and shows a live terminal
+// line or periodic log lines. Both files are replaced atomically but never fsynced (advisory); write errors are
+// ignored.
 // Thread-safety: the counters are atomics written by the pipeline's threads; Committed() may be called from any
 // thread. Ownership: borrows env and counters, which must outlive the writer.
 #pragma once

@@ -1,7 +1,7 @@
-// The state directory (spec pipeline.md §9.2, our format in docs/state_format.md): per shard
-// `<state_dir>/shard_<id>/status.json` (2-space indent, keys sorted, replaced atomically), one marker
-// `.RUNNING` / `.SUBMITTED` / `.SUCCESS` / `.FAILED`, and `attempts.log`, an append-only line per attempt so that the retry
-// budget survives a corrupted or deleted status.json (the original resets it).
+// The state directory (format in docs/state_format.md): per shard `<state_dir>/shard_<id>/status.json` (2-space
+// indent, keys sorted, replaced atomically), one marker `.RUNNING` / `.SUBMITTED` / `.SUCCESS` / `.FAILED`, and
+// `attempts.log`, an append-only line per attempt so that the retry budget survives a corrupted or deleted
+// status.json.
 // Thread-safety: a ShardState touches only its shard's directory; one writer process per shard at a time.
 #pragma once
 
@@ -37,11 +37,11 @@ struct ShardRecord {
 
   // status.json content (keys sorted, 2-space indent, trailing newline).
   std::string ToJson() const;
-  // The record as a Value, keys in the spec's order (for `mmirage stats`).
+  // The record as a Value, keys in MMIRAGE's order (for `mmirage stats`).
   Value ToValue() const;
 };
 
-// Local ISO time "YYYY-MM-DDTHH:MM:SS[.ffffff]" (no zone), as the original writes.
+// Local ISO time "YYYY-MM-DDTHH:MM:SS[.ffffff]" (no zone), as Python's datetime.isoformat() writes it.
 std::string LocalIsoTime(uint64_t micros_since_epoch);
 // Parses that form back; nullopt if malformed.
 std::optional<double> ParseLocalIsoTime(const std::string& s);

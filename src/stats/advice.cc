@@ -1,3 +1,23 @@
+// The rules, each firing only on evidence and naming it (they follow MMIRAGE's "Tuning for throughput" table):
+//   gpu_util_low      mean GPU utilisation of the samples < 60 %; with few requests in flight (mean in-flight
+//                     < 80 % of the engine's parallel slots) → raise batch_size (rows read ahead); with the slots
+//                     full → raise max_running_requests
+//   gpu_not_sampled   the engine ran on GPUs but no utilisation was sampled → run with --stats
+//   stall             an attempt's longest stretch without new rows or output tokens ≥ max(3 sample periods,
+//                     30 s): before the model was loaded → model load; after → I/O (reading, committing) or a
+//                     stuck request
+//   cpu_contention    a shard's machine CPU ≥ 90 % while mmirage itself used < 90 % of one core → other processes
+//                     compete: dedicated cores (--cpus-per-task, fewer local_workers), n_threads
+//   model_load        Σ model load ≥ 20 % of Σ shard runtime (and ≥ 10 s) → fewer, larger shards or a shared
+//                     server
+//   shard_skew        the slowest shard's working time (ShardWorkSeconds) ≥ 1.5 × the median (≥ 2 shards) →
+//                     skew, explained by its rows' prompt/output lengths (usage.jsonl) or row count when they
+//                     differ by ≥ 1.3 ×
+//   memory_pressure   out-of-memory or KV-cache-full errors → smaller batch_size / max_running_requests or
+//                     max_new_tokens
+//   tokens_per_gpu_low  tokens/s/GPU < 1000 (the usual range starts there) → tune extra_engine_args
+//   attempts_lost     attempts that failed, were interrupted or killed (the timeline marks them)
+
 #include "stats/advice.h"
 
 #include <algorithm>

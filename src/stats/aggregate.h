@@ -1,14 +1,9 @@
-// The `aggregate` object of `mmirage stats` (spec stats.md §2, cli.md §4): a pure transform of the per-shard
-// records into run-wide totals and rates.
-//
-// Differences from the original, on purpose (stats.md §5):
-//   * the wall-clock span takes the earliest start and latest finish by *time*, not by string comparison;
-//   * `total_rows_processed` and `sum_model_load_seconds` are null only when no contributing shard reported a
-//     value; a measured zero stays 0;
-//   * extension keys are appended after the spec's: `total_tokens_per_sec` (Σ output tokens / Σ inference
-//     runtime, meaningful without GPUs), `mean_cpu_util_pct` (rows-weighted like the GPU one, from the shards'
-//     `cpu_util_mean`) and `total_failed_rows` (Σ failed rows of the successful shards).
-// Everything else follows the spec's formulas and null rules exactly.
+// The `aggregate` object of `mmirage stats`: a pure transform of the per-shard records into run-wide totals and
+// rates. The wall-clock span takes the earliest start and latest finish by time; `total_rows_processed` and
+// `sum_model_load_seconds` are null only when no contributing shard reported a value (a measured zero stays 0);
+// extension keys follow MMIRAGE's: `total_tokens_per_sec` (Σ output tokens / Σ inference runtime),
+// `mean_cpu_util_pct` (rows-weighted, from the shards' `cpu_util_mean`) and `total_failed_rows` (Σ failed rows of
+// the successful shards).
 // Thread-safety: pure functions.
 #pragma once
 
@@ -32,7 +27,7 @@ struct ShardStatsInput {
   int64_t failed_rows = 0;
 };
 
-// The aggregate object, keys in the spec's order followed by the extensions. `shards` may be in any order;
+// The aggregate object, keys in MMIRAGE's order followed by the extensions. `shards` may be in any order;
 // `num_shards` gives `total_shards`. Contributing shards: status success with stats.
 Value AggregateStats(const std::vector<ShardStatsInput>& shards, int64_t num_shards);
 

@@ -1,3 +1,10 @@
+// Sections: key figures; advice (advice.h); shard timeline (a lane per shard, attempts as bars with the model
+// load shaded, failures/interruptions/kills marked, SLURM job ids); throughput over time (rows/s and output tok/s,
+// stacked over shards, per-shard values in each bin's hover title); GPU and CPU utilisation over time (when
+// sampled); per-shard tokens/s/GPU bars with the mean (output tok/s without GPUs, rows/s without a model); the skew
+// check (coefficient of variation, slowest shard vs median, its rows' prompt/output lengths, correlations); every
+// aggregate value with its unit and formula (cell `<td class="val" data-key="KEY">`, null as "—").
+
 #include "stats/report_html.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Per-shard statistics (spec stats.md §1): base values measured by the worker and derived values recomputed
+// Per-shard statistics: base values measured by the worker and derived values recomputed
 // every time the object is serialised. Plain data.
 #pragma once
 
@@ -19,7 +19,7 @@ struct ShardStats {
   std::optional<int64_t> num_gpus;
   std::optional<double> model_load_seconds;   // null when the sum is 0
   std::optional<double> throughput_rows_per_sec;  // stored once, at success
-  // Extensions (after the spec's keys): prompt tokens served from a shared prefix instead of evaluated, and the
+  // Extensions (after MMIRAGE's keys): prompt tokens served from a shared prefix instead of evaluated, and the
   // output token rate of the whole shard (meaningful on CPU too, where per-GPU rates are null).
   std::optional<int64_t> prompt_tokens_reused;
   // Extensions (vision): images run through the vision encoder, and images whose encoding was reused (null when
@@ -34,7 +34,7 @@ struct ShardStats {
   // output_tokens (and every rate) count generated tokens only. Serialised only when set.
   std::optional<int64_t> cached_generations, cached_output_tokens;
 
-  // The object with derived values, keys in the spec's order (§1.3).
+  // The object with derived values, keys in MMIRAGE's order.
   Value ToValue() const;
   // Reads the base values back (unconvertible → null); derived values are ignored.
   static ShardStats FromValue(const Value& v);
@@ -47,7 +47,7 @@ struct ShardStats {
 // scaled value, which matches for the values we store).
 double RoundTo(double x, int ndigits);
 
-// "2 days, 1 hour and 33.12 seconds" (stats.md §4).
+// A duration in words, e.g. "2 days, 1 hour and 33.12 seconds".
 std::string HumanDuration(double seconds);
 
 }  // namespace mmirage

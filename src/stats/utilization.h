@@ -1,12 +1,9 @@
-// GPU and CPU utilisation of a running shard (spec stats.md §3, with our changes): a background thread samples
-// every `interval_ms` (1 s by default, instead of the original's 5 s that left short shards without a sample)
-//   * GPU: NVML loaded with dlopen (util/nvml.h), falling back to
-//     `nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits --id=<ids>`; one sample = the mean
-//     over the shard's devices; nothing measurable → no sample;
+// GPU and CPU utilisation of a running shard: a background thread samples every `interval_ms` (1 s by default)
+//   * GPU: NVML loaded with dlopen (util/nvml.h), falling back to `nvidia-smi --query-gpu=utilization.gpu
+//     --format=csv,noheader,nounits --id=<ids>`; one sample = the mean over the shard's devices; nothing
+//     measurable → no sample;
 //   * CPU: this process's utime+stime (/proc/self/stat) and the machine's busy/total time (/proc/stat).
-// The samplers and the clock are injected, so tests drive the poller with SampleOnce() and fakes, without threads
-// or sleeps.
-//
+// The samplers and the clock are injected (tests call SampleOnce() with fakes, without threads or sleeps).
 // Thread-safety: Start/Stop from the owning thread; SampleOnce and Summary may be called from any thread.
 // Ownership: the poller owns its samplers; the destructor stops the thread.
 #pragma once
@@ -51,7 +48,7 @@ std::unique_ptr<GpuUtilSampler> NewNvmlGpuSampler(std::vector<std::string> devic
 // Reads /proc/self/stat and /proc/stat through env (borrowed; must outlive the sampler).
 std::unique_ptr<CpuUsageSampler> NewProcCpuSampler(Env* env);
 
-// The devices a shard samples (stats.md §3): the first `tp` entries of CUDA_VISIBLE_DEVICES (split on ',',
+// The devices a shard samples: the first `tp` entries of CUDA_VISIBLE_DEVICES (split on ',',
 // trimmed, empties dropped) unless it is unset, "all" or "nodevfiles" (any case); "0" … "tp-1" otherwise or when
 // no entry remains. tp < 1 counts as 1.
 std::vector<std::string> GpuDevicesForShard(const std::optional<std::string>& cuda_visible_devices, int tp);

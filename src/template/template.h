@@ -44,7 +44,7 @@ class Template {
   std::vector<std::string> UndeclaredVariables() const;
 
   // The name when the body is exactly one `{{ name }}` (whitespace inside the braces allowed, a single
-  // trailing newline tolerated, nothing else); nullopt otherwise. (spec pipeline.md §7.1)
+  // trailing newline tolerated, nothing else); nullopt otherwise.
   std::optional<std::string> PlainVariable() const;
 
  private:

@@ -1,5 +1,5 @@
-// Env: every file-system and clock operation mmirage performs goes through this interface (STYLE.md: I/O behind
-// a small Env), so tests can inject faults and a fake clock.
+// Env: every file-system and clock operation mmirage performs goes through this interface, so tests can inject
+// faults and a fake clock.
 //
 // Env::Default() is the POSIX implementation (env_posix.cc); it lives for the whole process. Implementations
 // must be thread-safe. Every operation returns a Status whose message names the path and the OS error.

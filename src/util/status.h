@@ -1,4 +1,4 @@
-// Status and Result<T>: errors as values (see STYLE.md).
+// Status and Result<T>: errors as values; no exceptions cross our code.
 //
 // A Status is either OK (cheap: no allocation) or carries a code and a one-line message. The message already
 // names where the error happened (`file:line:col: ...`, `shard 3 row 17: ...`) — callers prepend context with

@@ -1,3 +1,10 @@
+// How the pool works: each worker runs share/mmirage/custom_worker.py (shipped next to the binary) under python3 —
+// or `python_executable` / $MMIRAGE_PYTHON — or, with `command: [...]`, any program that speaks the same
+// JSON-lines protocol. A worker loads the script once, then answers one row (the row's whole variable environment
+// as a JSON object) per line. Rows go to whichever worker is free; the scheduler puts results back in row order.
+// A worker that misses timeout_ms is killed and replaced alone (re-running the script's initialisation); the
+// circuit breaker gives every row after a fatal fault an error naming the real reason.
+
 #include "process/custom/custom_processor.h"
 
 #include <atomic>
@@ -238,7 +245,7 @@ class CustomPool final : public OutputProcessor {
       if (timeout_ms >= 0) {
         int64_t left = timeout_ms - static_cast<int64_t>((env->MonotonicMicros() - head_start) / 1000);
         if (left <= 0) {
-          // Kill and replace only this worker (re-running the script's initialisation), as the original; the rows
+          // Kill and replace only this worker (re-running the script's initialisation), as MMIRAGE does; the rows
           // queued behind the timed-out one are sent again to the new worker.
           proc->Kill();
           proc.reset();

@@ -1,21 +1,12 @@
 // The `custom` processor: a user function over every row, run by a pool of `max_workers` persistent worker
-// processes (spec processors.md §3, with the faults of its weakness 13 fixed).
-//
-// Each worker runs share/mmirage/custom_worker.py (shipped next to the binary) under python3 — or
-// `python_executable` / $MMIRAGE_PYTHON — or, with `command: [...]`, any program that speaks the same JSON-lines
-// protocol (docs/custom_worker_protocol.md). A worker loads the script once, then answers one row (the row's
-// whole variable environment as a JSON object) per line. Rows go to whichever worker is free; results come back
-// through `done` and the scheduler puts them in row order.
-//
-// Outcomes per row: a JSON result → the value; the function raised → fallback_value plus a warning, counted
-// towards max_errors; no answer within timeout_ms → that worker is killed and replaced, fallback_value plus a
-// warning, counted towards max_timeouts; a result that is not a JSON value → a row error. Reaching a threshold,
-// or a worker that dies or breaks the protocol, trips the circuit breaker: that row and every later one get a
-// fatal error naming the real reason, and the shard fails. A script that cannot be loaded (missing file,
-// syntax error, missing or non-callable function) fails Start with the interpreter's message; it never hangs.
-//
-// Thread-safety: as OutputProcessor. Ownership: the processor owns its worker processes and threads; Shutdown
-// (or the destructor) closes them.
+// processes speaking JSON lines (docs/custom_worker_protocol.md; the default worker is
+// share/mmirage/custom_worker.py). Rows go to whichever worker is free; results come back through `done`.
+// Errors per row: the function raised → fallback_value plus a warning (counts towards max_errors); timeout →
+// that worker is replaced, fallback_value plus a warning (counts towards max_timeouts); a non-JSON result → a row
+// error. A threshold reached, or a worker that dies or breaks the protocol, fails that row and every later one
+// (the shard fails). A script that cannot be loaded fails Start with the interpreter's message; it never hangs.
+// Thread-safety: as OutputProcessor. Ownership: owns its worker processes and threads; Shutdown (or the
+// destructor) closes them.
 #pragma once
 
 #include <memory>
@@ -38,7 +29,7 @@ struct CustomStartOptions {
 Result<std::string> FindCustomWorkerProgram();
 
 // The argv of one worker: `command` verbatim, else {python, worker_program, --script, <absolute script>,
-// --function, <name>}. Errors: the script does not exist (the original's boot message), no worker program.
+// --function, <name>}. Errors: the script does not exist (MMIRAGE's boot message), no worker program.
 Result<std::vector<std::string>> CustomWorkerCommand(const config::CustomProcessor& c,
                                                      const CustomStartOptions& options);
 

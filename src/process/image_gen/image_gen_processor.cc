@@ -1,3 +1,14 @@
+// Requests and images: each row's sample is one request; at most `max_concurrent_requests` are in flight (1 when
+// parallel_inference is false); a 429 / 5xx / connection failure / timeout is retried alone with exponential
+// backoff (Retry-After honoured). Seeds are per output: `seed + shard_id * 1e9 + __sample_index`, where
+// __sample_index is the row's position in the shard (so a second image_gen output does not shift the first's, and
+// a re-run gets the same seeds). Images arrive as b64_json, are checked by decoding them, re-encoded when the
+// server's format is not `file_format` (png, jpeg, webp), and either written atomically under `output_dir`
+// (`output_mode: path`, the value is the absolute path) or kept as an image value {"bytes": <file bytes>,
+// "path": null} (`pil`, HF's form of an image). File names: the rendered `filename_template` sanitised to
+// [A-Za-z0-9._-] (so never outside output_dir), a re-run overwriting its own files. `backend: sglang` starts
+// `sglang serve` (engine/managed_server.h) and stops it at Shutdown.
+
 #include "process/image_gen/image_gen_processor.h"
 
 #include <openssl/evp.h>

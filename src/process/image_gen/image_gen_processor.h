@@ -1,19 +1,9 @@
 // The `image_gen` processor: text-to-image over HTTP (`POST <api>/images/generations`, the OpenAI images API that
-// SGLang diffusion serves), spec processors.md §4 with the faults of its weakness 14 fixed.
-//
-// Each row's sample is one request; at most `max_concurrent_requests` are in flight (1 when parallel_inference is
-// false); a 429 / 5xx / connection failure / timeout is retried alone with exponential backoff (Retry-After
-// honoured), and after the last attempt the row fails with the server's answer — never a silent null. Seeds are
-// per output: `seed + shard_id * 1e9 + __sample_index`, where __sample_index is the row's position in the shard
-// (so a second image_gen output does not shift the first's, and a re-run gets the same seeds). Images arrive as
-// b64_json, are checked by decoding them, re-encoded when the server's format is not `file_format` (png, jpeg,
-// webp), and either written atomically under `output_dir` (`output_mode: path`, the value is the absolute path)
-// or kept as an image value {"bytes": <file bytes>, "path": null} (`pil`, HF's form of an image). File names: the rendered `filename_template` sanitised to [A-Za-z0-9._-] (so never
-// outside output_dir), a re-run overwriting its own files.
-//
-// `backend: sglang` starts `sglang serve` (engine/managed_server.h) for the shard unless $MMIRAGE_SGLANG_BASE_URL
-// names a running one, and stops it at Shutdown.
-//
+// SGLang diffusion serves). One request per row's sample, at most `max_concurrent_requests` in flight; retryable
+// failures (429, 5xx, connection, timeout) are retried alone with backoff, then the row fails with the server's
+// answer (never a silent null). Images are written atomically under `output_dir` (`output_mode: path`) or kept as
+// an image value (`pil`); file names never leave output_dir. Seeds and file naming are described in the .cc.
+// `backend: sglang` starts `sglang serve` for the shard unless $MMIRAGE_SGLANG_BASE_URL names a running one.
 // Thread-safety: as OutputProcessor. Ownership: owns its HTTP loop, saver thread and managed server.
 #pragma once
 
@@ -40,7 +30,7 @@ struct ImageGenStartOptions {
   double validate_timeout_seconds = 10;
 };
 
-// URL normalisation (§4.1): trimmed, trailing '/' removed; ".../v1" → api = it, root = it without /v1; else
+// URL normalisation: trimmed, trailing '/' removed; ".../v1" → api = it, root = it without /v1; else
 // root = it, api = it + "/v1". kInvalidArgument when blank.
 struct ImageGenUrls {
   std::string root;
@@ -48,22 +38,22 @@ struct ImageGenUrls {
 };
 Result<ImageGenUrls> NormalizeImageGenUrl(std::string_view url);
 
-// The file stem (§4.4): runs of characters outside [A-Za-z0-9._-] → one '_', leading/trailing '.' and '_'
+// The file stem: runs of characters outside [A-Za-z0-9._-] → one '_', leading/trailing '.' and '_'
 // stripped; "image" when nothing is left.
 std::string SanitizeFileStem(std::string_view rendered);
 
 // __source_hash: the first 8 hex digits of SHA-256 of the canonical JSON of `vars` — compact, object keys sorted
 // (byte order) at every level, strings UTF-8 unescaped, numbers as our JSON writes them, bytes as base64. An
-// empty environment hashes the bytes "empty" (as the original).
+// empty environment hashes the bytes "empty" (as MMIRAGE does, so hashes match).
 std::string SourceHash(const Value& vars);
 
-// The request body (§4.2) for one sample. Errors (kInvalidArgument, a row error): blank prompt, n != 1.
+// The request body for one sample. Errors (kInvalidArgument, a row error): blank prompt, n != 1.
 Result<std::string> BuildImageRequestBody(const config::ImageGenProcessor& p, const config::OutputVar& o,
                                           const std::string& request_model, const std::string& prompt,
                                           const std::string& negative_prompt, std::optional<int64_t> seed);
 
 // `sglang serve --model-path M --port P --num-gpus N [--dtype D] <extra_server_args>` for an image_gen processor
-// with backend sglang (spec processors.md §4.6), healthy when this returns; the log is `log_path`. P is
+// with backend sglang, healthy when this returns; the log is `log_path`. P is
 // `sglang.port`, else a free port. Errors: those of engine::ManagedServer::Start.
 Result<std::unique_ptr<engine::ManagedServer>> StartImageServer(const config::ImageGenSglang& s,
                                                                 const std::string& log_path);

@@ -221,7 +221,7 @@ Result<std::vector<std::string>> BuildServerCommand(const config::Processor& p, 
     argv = {"vllm", "serve", model, "--host", "127.0.0.1", "--port", port_s, "--tensor-parallel-size", tp};
     if (llm.trust_remote_code) argv.push_back("--trust-remote-code");
     if (llm.disable_custom_all_reduce) argv.push_back("--disable-custom-all-reduce");
-    // vllm's --chat-template takes a file (or template text), not the original's names.
+    // vllm's --chat-template takes a file (or template text), not the template names MMIRAGE configs use.
     if (llm.chat_template.find('/') != std::string::npos) argv.insert(argv.end(), {"--chat-template", llm.chat_template});
     if (auto n = IntArg(extra, "max_running_requests")) argv.insert(argv.end(), {"--max-num-seqs", std::to_string(*n)});
     if (auto n = IntArg(extra, "context_length")) argv.insert(argv.end(), {"--max-model-len", std::to_string(*n)});
@@ -233,7 +233,7 @@ Result<std::vector<std::string>> BuildServerCommand(const config::Processor& p, 
     int64_t ctx = IntArg(extra, "n_ctx").value_or(per_slot * slots);
     argv = {JoinPath(llama_server_dir.empty() ? "." : llama_server_dir, "llama-server"), "-m", model, "--host",
             "127.0.0.1", "--port", port_s, "-np", std::to_string(slots), "-c", std::to_string(ctx)};
-    // A template file is passed on; a name (the original's qwen2-vl, llava, ...) is not one llama-server knows:
+    // A template file is passed on; a name (qwen2-vl, llava, ... in MMIRAGE configs) is not one llama-server knows:
     // the GGUF's own template is used.
     if (!llm.chat_template.empty() && llm.chat_template.find('/') != std::string::npos)
       argv.insert(argv.end(), {"--chat-template-file", llm.chat_template});

@@ -41,8 +41,8 @@ Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Process
 //  - llama-server: <llama_server_dir>/llama-server -m M --host 127.0.0.1 --port P -np N -c N×ctx ...
 // followed by extra_engine_args as `--key-with-dashes value` (true → the bare flag, false/null → nothing, a list
 // → several values, a map → its JSON). Renames: vllm max_running_requests → --max-num-seqs, context_length →
-// --max-model-len; llama-server max_running_requests → -np (default 8), context_length → context per slot
-// (default 4096), n_ctx → -c, n_batch/chunked_prefill_size → --batch-size, n_ubatch → --ubatch-size, n_threads →
+// --max-model-len; llama-server max_running_requests → -np (default 8), context_length → context per slot (default
+// 4096), n_ctx → -c, n_batch/chunked_prefill_size → --batch-size, n_ubatch → --ubatch-size, n_threads →
 // --threads; the embedded engine's own keys (prefix_reuse, min_prefix_tokens, batch_barrier) are dropped.
 // trust_remote_code / disable_custom_all_reduce become flags for sglang and vllm; chat_template is passed on to
 // sglang, and to vllm / llama-server only when it is a file path (a name is not one they know); llama-server gets

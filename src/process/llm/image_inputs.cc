@@ -42,7 +42,7 @@ std::vector<std::string> ImageVariableNames(const config::Config& config) {
   for (const auto& in : config.processing.inputs) {
     if (in.image) names.push_back(in.name);
   }
-  // image_gen outputs are image variables too (spec pipeline.md §5.2): a later llm output sends their images.
+  // image_gen outputs are image variables too: a later llm output sends their images.
   for (const auto& o : config.processing.outputs) {
     if (o.type == "image_gen") names.push_back(o.name);
   }

@@ -1,19 +1,10 @@
 // Image inputs of a model output: which images a row sends, in which order, and where in the user turn.
-//
-// Placement rule (README "Image inputs"):
-//  - the images of a row are its image variables (inputs with `type: image`, and image_gen outputs once computed)
-//    whose value is not null, in variable name order (as the original orders them);
-//  - a prompt places an image itself by naming its variable, `{{ image_var }}`: the image goes exactly there (each
-//    occurrence is one image, so a variable named twice sends its image twice);
-//  - the images that the prompt does not place go at the start of the user turn, one per line, in name order;
-//  - images are always in the user turn, never after the assistant prefix.
-// The prompt renderer writes a placeholder (ImagePlaceholder) for each image variable; PlaceImages turns the
-// placeholders into engine::kImageMarker and builds the engine's image list in marker order.
-//
-// Image values (after extraction, see pipeline/row_transform.h): an absolute path, an http(s) URL, a `data:` URI,
-// the bytes of an image file, or an HF Image struct {"bytes", "path"} (bytes win; base64 text is accepted for
-// bytes, as JSON holds them).
-//
+// Placement: the row's image variables (inputs with `type: image`, and computed image_gen outputs) whose value is
+// not null, in variable name order; a prompt naming one (`{{ image_var }}`) puts the image exactly there (each
+// occurrence is one image); the others go at the start of the user turn, one per line, in name order; never after
+// the assistant prefix. The renderer writes an ImagePlaceholder per image variable; PlaceImages turns them into
+// engine::kImageMarker and builds the image list in marker order. Image values: an absolute path, an http(s) URL,
+// a `data:` URI, image file bytes, or an HF Image struct {"bytes", "path"} (bytes win; base64 text accepted).
 // Pure functions; thread-safe.
 #pragma once
 

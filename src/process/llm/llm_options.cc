@@ -45,8 +45,8 @@ Result<EngineOptionsMapping> MapEngineOptions(const config::Processor& p) {
   if (!p.llm.chat_template.empty() && p.llm.chat_template.find('/') != std::string::npos) {
     o.chat_template_file = p.llm.chat_template;
   } else if (!p.llm.chat_template.empty()) {
-    // The original's names (qwen2-vl, llava, internvl, phi3_v, ...) pick an HF processor's template; a GGUF
-    // carries its own, and its projector decides how images are tokenized.
+    // Template names in MMIRAGE configs (qwen2-vl, llava, internvl, phi3_v, ...) pick an HF processor's template;
+    // a GGUF carries its own, and its projector decides how images are tokenized.
     m.warnings.push_back(Where(p, "chat_template") + " '" + p.llm.chat_template +
                          "' is a template name: the embedded engine uses the GGUF's own chat template (give a "
                          "template file path to override it)");
@@ -61,7 +61,7 @@ Result<EngineOptionsMapping> MapEngineOptions(const config::Processor& p) {
       if (k == "max_running_requests" || k == "n_parallel") {
         MMIRAGE_ASSIGN_OR_RETURN(int64_t x, AsInt(p, f, v));
         // llama.cpp holds at most 256 sequences (LLAMA_MAX_SEQ), one of them the shared prefix. SGLang's
-        // max_running_requests is only an upper bound, so a larger value (the original's benchmark config asks
+        // max_running_requests is only an upper bound, so a larger value (MMIRAGE's benchmark config asks
         // for 1000) is capped, not an error.
         constexpr int64_t kMaxParallel = 255;
         if (x > kMaxParallel) {
@@ -98,7 +98,7 @@ Result<EngineOptionsMapping> MapEngineOptions(const config::Processor& p) {
         MMIRAGE_ASSIGN_OR_RETURN(o.cache_type_v, AsString(p, f, v));
       } else if (k == "prefix_reuse") {
         MMIRAGE_ASSIGN_OR_RETURN(o.prefix_reuse, AsBool(p, f, v));
-      } else if (k == "batch_barrier") {  // debug: the original's batch-synchronous loop, for benchmarks
+      } else if (k == "batch_barrier") {  // debug: a batch-synchronous loop (MMIRAGE's), for benchmarks
         MMIRAGE_ASSIGN_OR_RETURN(o.batch_barrier, AsBool(p, f, v));
       } else if (k == "image_cache_mib") {  // image-encode reuse budget; 0 turns reuse off
         MMIRAGE_ASSIGN_OR_RETURN(int64_t x, AsInt(p, f, v));

@@ -589,8 +589,8 @@ Result<std::vector<Val>> Iterate(const Val& holder) {
     if (h.is_string()) {
       const std::string& s = h.as_string();
       // One item per code point: a string near kMaxStringBytes would be hundreds of millions of items (fuzz_template:
-      // `…|join(…)|list` ran out of memory). Strings iterate under the list bound like anything else a render builds.
-      // Counted as NextCp steps, so that each byte of invalid UTF-8 (an item of its own) counts too.
+      // `…|join(…)|list` ran out of memory). Strings iterate under the list bound like anything else a render
+      // builds. Counted as NextCp steps, so that each byte of invalid UTF-8 (an item of its own) counts too.
       size_t cps = 0;
       for (size_t j = 0; j < s.size(); ++cps) NextCp(s, &j);
       if (!ListFits(cps)) return ListTooLarge();

@@ -1,5 +1,4 @@
-// HTTP downloads: fetch one URL into a local file, durably and resumably (implemented with libcurl in
-// http_curl.cc, the only file that touches curl).
+// HTTP downloads: fetch one URL into a local file, durably and resumably (libcurl, in download_curl.cc).
 //
 // Thread-safety: DownloadFile may be called from several threads at once (each call uses its own curl handle);
 // calls for the same dest_path are serialised by a lock file (see DownloadFile). FormatDownloadProgress is pure.

@@ -1,4 +1,4 @@
-// DownloadFile with libcurl's easy interface (the only file that uses curl). Body bytes go to `<dest>.part`
+// DownloadFile with libcurl's easy interface. Body bytes go to `<dest>.part`
 // through Env; the file lock and the terminal check are the only direct OS calls.
 #include <curl/curl.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
-// Asynchronous HTTP: an event loop that runs many transfers at once on one thread (libcurl multi in
-// http_curl_multi.cc, the only file besides http_curl.cc that touches curl), plus timers and posted tasks, so a
-// client (the OpenAI engine) keeps all of its state on that one thread without locks.
+// Asynchronous HTTP: an event loop that runs many transfers at once on one thread (libcurl multi, in
+// event_loop_curl.cc), plus timers and posted tasks, so a client (the OpenAI engine) keeps all of its state on that
+// one thread without locks.
 //
 // Thread-safety: Post may be called from any thread. Send, RunAfter and NowMicros are for the loop thread only
 // (from inside a posted task, a timer or a transfer callback). Stop may be called from any thread except the loop

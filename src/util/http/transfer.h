@@ -1,6 +1,6 @@
 // Blocking HTTP transfers whose bodies live on disk: a POST body streamed from a file (raw, or as the file part of
 // a multipart/form-data form) and a response body streamed into a file, so a 200 MB batch file never sits in
-// memory. libcurl (http_transfer_curl.cc), TLS verification on (curl's default, never turned off here).
+// memory. libcurl (transfer_curl.cc), TLS verification on (curl's default, never turned off here).
 //
 // Thread-safety: any thread; each call uses its own curl handle. Nothing is retained after a call returns.
 #pragma once

@@ -1,7 +1,7 @@
 // Facts about processes: whether a pid is alive, this binary's path, whether stdin is a terminal, and the unit of
 // /proc CPU times. Starting and capturing child processes is util/process/subprocess.h.
 //
-// Implemented in process_posix.cc. Every function is thread-safe and keeps no state (ClockTicksPerSecond caches
+// Implemented in process_info_posix.cc. Every function is thread-safe and keeps no state (ClockTicksPerSecond caches
 // one sysconf value).
 #pragma once
 

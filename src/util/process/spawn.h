@@ -39,12 +39,12 @@ struct SpawnSpec {
 // missing), kIOError (fork, pipes). An exec failure is reported here, not as an exit status.
 Result<pid_t> SpawnChild(const SpawnSpec& spec);
 
-// A watcher of this process for the process group `pgid`: a small /bin/sh process (double-forked, so never our
-// child and never a zombie of ours; exec'd, so it holds no copy of our memory; in a group of its own, ignoring
-// job-control signals, so a signal meant for us or for our group does not reach it) that blocks on a socket. When this process ends in any way (a SIGKILL included) the
-// pipe reaches EOF and the guard sends SIGTERM to the group, then SIGKILL after `grace_seconds` if any member is
-// left. DismissGroupGuard tells it to exit without signalling. Returns the write end of the pipe (close-on-exec;
-// children spawned through SpawnChild never hold it). Errors: kIOError.
+// A watcher of this process for the process group `pgid`: a small /bin/sh process (double-forked, so never our child
+// and never a zombie of ours; exec'd, so it holds no copy of our memory; in a group of its own, ignoring job-control
+// signals, so a signal meant for us or for our group does not reach it) that blocks on a socket. When this process ends
+// in any way (a SIGKILL included) the pipe reaches EOF and the guard sends SIGTERM to the group, then SIGKILL after
+// `grace_seconds` if any member is left. DismissGroupGuard tells it to exit without signalling. Returns the write end
+// of the pipe (close-on-exec; children spawned through SpawnChild never hold it). Errors: kIOError.
 Result<int> StartGroupGuard(pid_t pgid, double grace_seconds);
 // Tells the guard behind `fd` to exit without touching the group, and closes fd. For when the group is known to be
 // gone (call it while the group's leader is still unreaped, so its id cannot have been reused).

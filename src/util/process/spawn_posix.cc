@@ -1,7 +1,7 @@
-// POSIX implementation of util/process/spawn.h: fork + execve (posix_spawn cannot set a parent-death signal nor close the
-// descriptors other threads or libraries opened without close-on-exec), and the double-forked group guard.
-// Between fork and exec (or _exit) the child only makes async-signal-safe calls: everything it needs (argv, envp,
-// the resolved program path) is prepared before the fork.
+// POSIX implementation of util/process/spawn.h: fork + execve (posix_spawn cannot set a parent-death signal nor close
+// the descriptors other threads or libraries opened without close-on-exec), and the double-forked group guard. Between
+// fork and exec (or _exit) the child only makes async-signal-safe calls: everything it needs (argv, envp, the resolved
+// program path) is prepared before the fork.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>

@@ -1,7 +1,6 @@
-// Child processes: start, poll, wait, signal; run a command and capture its output.
-// The OS process API of mmirage (implementation in subprocess_posix.cc, on the one spawn helper of util/process/spawn.h:
-// children inherit no descriptor of ours but 0-2). Thread-safe: each Subprocess is owned by one thread; the free
-// functions have no shared state.
+// Child processes: start, poll, wait, signal; run a command and capture its output. Implementation in
+// subprocess_posix.cc, on the one spawn helper of util/process/spawn.h (children inherit no descriptor of ours but
+// 0-2). Thread-safe: each Subprocess is owned by one thread; the free functions have no shared state.
 #pragma once
 
 #include <cstdint>
