@@ -6,6 +6,7 @@
 #include "batch/collect.h"
 #include "batch/request.h"
 #include "util/log.h"
+#include "util/sha.h"
 
 namespace mmirage::batch {
 namespace {
