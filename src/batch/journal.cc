@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "data/json.h"
+#include "util/parse_int.h"
 
 namespace mmirage::batch {
 namespace {
@@ -56,7 +57,7 @@ Status BatchJournal::Apply(const Value& e) {
   std::string ev = Str(e, "event");
   if (ev == "start") {
     const Value* f = e.Find("fingerprint");
-    if (f && f->is_string()) fingerprint_ = std::strtoull(f->as_string().c_str(), nullptr, 10);
+    if (f && f->is_string()) fingerprint_ = ParseUint64(f->as_string()).value_or(0);  // 0: matches no config
     if (const Value* id = e.Find("identity")) identity_ = *id;
     journal_id_ = Str(e, "id");
   } else if (ev == "chunk") {

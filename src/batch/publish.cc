@@ -2,6 +2,7 @@
 
 #include "batch/collect.h"
 #include "pipeline/input_identity.h"
+#include "pipeline/row_batches.h"
 #include "pipeline/shard_writer.h"
 #include "stats/shard_stats.h"
 
@@ -55,11 +56,8 @@ Status PublishShard(BatchShardContext* ctx, BatchShardReport* report) {
                              total.cached_generations += t1.cached_generations;
                              total.cached_prompt_tokens += t1.cached_prompt_tokens;
                              total.cached_completion_tokens += t1.cached_completion_tokens;
-                             usage += "{\"row_index\":" + std::to_string(c.index) + ",\"prompt_tokens\":" +
-                                      std::to_string(t1.prompt_tokens) + ",\"completion_tokens\":" +
-                                      std::to_string(t1.completion_tokens) + ",\"generations\":" +
-                                      std::to_string(t1.generations) + ",\"cached_generations\":" +
-                                      std::to_string(t1.cached_generations) + "}\n";
+                             usage += pipeline::UsageLine(c.index, {t1.prompt_tokens, t1.completion_tokens,
+                                                                    t1.generations, t1.cached_generations});
                            }
                            if (!ok) {
                              // A prompt that fails to render was never submitted: say so, not "no result".

@@ -1,13 +1,13 @@
 #include "batch/request.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cctype>
 
 #include "batch/provider.h"
 #include "cache/hash.h"
 #include "data/json.h"
+#include "util/base64.h"
+#include "util/sha.h"
 
 namespace mmirage::batch {
 namespace {
@@ -47,19 +47,6 @@ void AppendPyJson(const Value& v, bool compact, bool sort_keys, std::string* out
 }
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
-std::string Digest(const EVP_MD* md, std::string_view data) {
-  unsigned char buf[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(data.data(), data.size(), buf, &n, md, nullptr);
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < n; ++i) {
-    out.push_back(kHex[buf[i] >> 4]);
-    out.push_back(kHex[buf[i] & 15]);
-  }
-  return out;
-}
 
 // {"type":"object","properties":{f:{"type":"string"}…},"required":[…],"additionalProperties":false}
 Value ObjectSchema(const std::vector<std::string>& fields) {
@@ -133,9 +120,6 @@ std::string PyJson(const Value& v, bool compact, bool sort_keys) {
   AppendPyJson(v, compact, sort_keys, &out);
   return out;
 }
-
-std::string Sha256Hex(std::string_view data) { return Digest(EVP_sha256(), data); }
-std::string Sha1Hex(std::string_view data) { return Digest(EVP_sha1(), data); }
 
 std::string GuessImageMimeType(std::string_view path) {
   size_t slash = path.rfind('/');

@@ -44,10 +44,6 @@ Result<std::string> NormalizeAnthropicCustomId(std::string_view raw);
 // Python mimetypes.guess_type for an image path's extension ("" when unknown).
 std::string GuessImageMimeType(std::string_view path);
 
-// Lower-case hex digests.
-std::string Sha256Hex(std::string_view data);
-std::string Sha1Hex(std::string_view data);
-
 // Provider batch requests (batch_api): deterministic when `temperature` is 0 or (OpenAI) a `seed` is set; the
 // provider's default temperature is not 0, so a config without them is not cached.
 bool IsBatchDeterministic(const config::BatchApiProcessor& p);

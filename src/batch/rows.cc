@@ -7,6 +7,7 @@
 
 #include "data/json.h"
 #include "batch/request.h"
+#include "util/base64.h"
 #include "util/signals.h"
 
 namespace mmirage::batch {

@@ -14,6 +14,7 @@
 #include "batch/collect.h"
 #include "batch/request.h"
 #include "util/log.h"
+#include "util/sha.h"
 
 namespace mmirage::batch {
 namespace {

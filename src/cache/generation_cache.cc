@@ -27,6 +27,7 @@
 
 #include "cache/hash.h"
 #include "util/log.h"
+#include "util/parse_int.h"
 #include "util/process/process_info.h"
 
 namespace mmirage::cache {
@@ -50,10 +51,9 @@ bool ParseOpenName(const std::string& name, int64_t* pid, std::string* host) {
   if (a == std::string::npos) return false;
   size_t b = name.find('-', a + 1);
   if (b == std::string::npos) return false;
-  char* end = nullptr;
-  std::string pid_s = name.substr(5, a - 5);
-  *pid = std::strtoll(pid_s.c_str(), &end, 10);
-  if (pid_s.empty() || *end != '\0') return false;
+  std::optional<int64_t> pid_n = ParseInt64(std::string_view(name).substr(5, a - 5));
+  if (!pid_n) return false;
+  *pid = *pid_n;
   *host = name.substr(b + 1, name.size() - b - 1 - 7);
   return true;
 }
@@ -61,7 +61,8 @@ bool ParseOpenName(const std::string& name, int64_t* pid, std::string* host) {
 // Seal time (µs) of "gen-<seal_us>-...": 0 when the name has another shape.
 uint64_t SealMicros(const std::string& name) {
   if (!StartsWith(name, "gen-")) return 0;
-  return std::strtoull(name.c_str() + 4, nullptr, 10);
+  std::string_view rest = std::string_view(name).substr(4);
+  return ParseUint64(rest.substr(0, rest.find('-'))).value_or(0);
 }
 
 std::string Join(const std::string& dir, const std::string& name) { return dir + "/" + name; }

@@ -1,20 +1,20 @@
-// SHA-256 of a sequence of fields, for cache keys and entry checksums (OpenSSL's libcrypto underneath).
+// SHA-256 of a sequence of fields, for cache keys and entry checksums (util/sha.h underneath).
 //
 // Each Add* writes a type tag and a length before the bytes, so that ("ab", "c") and ("a", "bc") never hash
 // alike. Plain value type; not thread-safe (one hasher per thread).
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
+
+#include "util/sha.h"
 
 namespace mmirage::cache {
 
 class Hasher {
  public:
-  Hasher();
-  ~Hasher();
+  Hasher() = default;
   Hasher(const Hasher&) = delete;
   Hasher& operator=(const Hasher&) = delete;
 
@@ -26,14 +26,10 @@ class Hasher {
   Hasher& AddRaw(std::string_view bytes);
 
   // The 32-byte digest. The hasher must not be used afterwards.
-  std::string Finish();
+  std::string Finish() { return sha_.Finish(); }
 
  private:
-  struct Rep;
-  std::unique_ptr<Rep> rep_;
+  Sha256 sha_;
 };
-
-// Lower-case hex of `bytes`.
-std::string ToHex(std::string_view bytes);
 
 }  // namespace mmirage::cache

@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli/common.h"
 #include "data/output_reader.h"
 #include "util/env.h"
+#include "util/parse_int.h"
 
 namespace mmirage::cli {
 namespace {
@@ -19,11 +21,10 @@ std::vector<std::string> ShardDirs(Env* env, const std::string& dir) {
   auto children = env->GetChildren(dir);
   if (!children.ok()) return {};
   for (const auto& c : *children) {
-    if (c.rfind("shard_", 0) != 0 || c.size() == 6) continue;
-    std::string id = c.substr(6);
-    if (id.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (!env->IsDirectory(JoinPath(dir, c))) continue;
-    shards.emplace_back(std::stoll(id), JoinPath(dir, c));
+    if (c.rfind("shard_", 0) != 0) continue;
+    std::optional<int64_t> id = ParseNonNegativeInt64(std::string_view(c).substr(6));  // nullopt beyond int64
+    if (!id || !env->IsDirectory(JoinPath(dir, c))) continue;
+    shards.emplace_back(*id, JoinPath(dir, c));
   }
   std::sort(shards.begin(), shards.end());
   std::vector<std::string> out;

@@ -6,6 +6,7 @@
 #include "cli/slurm_cli.h"
 #include "exec/slurm_run.h"
 #include "util/log.h"
+#include "util/parse_int.h"
 
 namespace mmirage::cli {
 namespace {
@@ -29,15 +30,13 @@ Result<std::vector<int64_t>> ParseShardIds(const std::string& list, int64_t num_
     while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.erase(0, 1);
     start = comma + 1;
     if (t.empty()) continue;
-    bool digits = t.size() < 10;
-    for (char c : t) digits = digits && std::isdigit(static_cast<unsigned char>(c));
-    if (!digits) return Status::InvalidArgument("Invalid shard id '" + t + "'; expected integers");
-    int64_t id = std::stoll(t);
-    if (id >= num_shards) {
+    std::optional<int64_t> id = ParseNonNegativeInt64(t);
+    if (!id) return Status::InvalidArgument("Invalid shard id '" + t + "'; expected integers");
+    if (*id >= num_shards) {
       return Status::InvalidArgument("Invalid shard id " + t + "; expected 0 <= shard_id < " +
                                      std::to_string(num_shards));
     }
-    ids.push_back(id);
+    ids.push_back(*id);
   }
   return ids;
 }

@@ -2,11 +2,14 @@
 // JMESPath, processors, shard range) live in validate.cc.
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <memory>
 
 #include "config/validate.h"
 #include "data/json.h"
 #include "config/yaml_reader.h"
+#include "util/fnv.h"
+#include "util/parse_int.h"
 #include "util/path_safety.h"
 
 namespace mmirage::config {
@@ -96,11 +99,9 @@ void ReadLlm(MapReader& r, const EnvLookup& env, LlmProcessor* p) {
     auto g = env("SLURM_GPUS_ON_NODE");
     p->tp_size = 1;
     if (g && !Trim(*g).empty()) {
-      std::string t = Trim(*g);
-      char* end = nullptr;
-      long v = std::strtol(t.c_str(), &end, 10);
-      if (end && *end == '\0') {
-        if (v > 0) p->tp_size = static_cast<int>(v);
+      std::optional<int64_t> v = ParseInt64(Trim(*g));
+      if (v && *v <= INT32_MAX) {
+        if (*v > 0) p->tp_size = static_cast<int>(*v);
         else r.diag()->Warn(r.LocOf("type"), "Invalid SLURM_GPUS_ON_NODE value '" + *g +
                                                  "' (must be > 0), defaulting tp_size to 1");
       } else {
@@ -366,17 +367,6 @@ bool IsUnresolvedRef(const std::string& raw) {
   return false;
 }
 
-bool ParseIntString(const std::string& raw, int64_t* out) {
-  std::string t = Trim(raw);
-  if (t.empty()) return false;
-  size_t i = (t[0] == '+' || t[0] == '-') ? 1 : 0;
-  if (i == t.size()) return false;
-  for (size_t j = i; j < t.size(); ++j)
-    if (!std::isdigit(static_cast<unsigned char>(t[j]))) return false;
-  errno = 0;
-  *out = std::strtoll(t.c_str(), nullptr, 10);
-  return errno == 0;
-}
 
 void ReadIntOrString(MapReader& r, const char* key, std::optional<int64_t> fallback, int64_t* out) {
   YAML::Node n = r.Get(key);
@@ -391,9 +381,8 @@ void ReadIntOrString(MapReader& r, const char* key, std::optional<int64_t> fallb
     return;
   }
   std::string raw = ExpandEnvVars(v.as_string(), r.env());
-  int64_t parsed;
-  if (ParseIntString(raw, &parsed)) {
-    *out = parsed;
+  if (std::optional<int64_t> parsed = ParseInt64(Trim(raw))) {
+    *out = *parsed;
   } else if (IsUnresolvedRef(raw) && fallback) {
     *out = *fallback;
   } else {
@@ -578,8 +567,7 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   }
   Config c;
   c.path = name;
-  c.fingerprint = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char ch : yaml) c.fingerprint = (c.fingerprint ^ ch) * 1099511628211ull;
+  c.fingerprint = Fnv1a64(yaml);
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);  // empty file = empty map
   if (!root.IsMap()) return Status::InvalidArgument(diag.LocOf(root).ToString() + ": the config must be a YAML map");
   // yaml-cpp throws on some node misuse (found by fuzz/fuzz_config): whatever slips through is a config error.

@@ -1,10 +1,12 @@
 // processing_params: inputs (JMESPath), outputs (prompts, JSON schemas), output_schema (templates).
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <regex>
 
 #include "config/validate.h"
 #include "data/json.h"
+#include "util/parse_int.h"
 
 namespace mmirage::config {
 namespace {
@@ -53,7 +55,7 @@ std::optional<tmpl::Template> ParseTemplate(Diag* d, const YAML::Node& n, const 
   static const std::regex kLine(R"(^line (\d+): (.*)$)");
   std::smatch m;
   if (std::regex_match(msg, m, kLine)) {
-    line = std::stoi(m[1].str());
+    line = static_cast<int>(std::min<int64_t>(ParseNonNegativeInt64(m[1].str()).value_or(1), INT32_MAX));
     msg = m[2].str();
   }
   Loc loc = n.IsDefined() ? TemplateLoc(d, n, yaml, line) : d->LocOf(n);

@@ -19,13 +19,14 @@
 #include <parquet/arrow/writer.h>
 #include <parquet/properties.h>
 
-#include <cstdio>
 
 #include "data/arrow_util.h"
 #include "data/dataset.h"
 #include "data/json.h"
 #include "data/line_reader.h"
 #include "data/tagged_json.h"
+#include "util/fnv.h"
+#include "util/hex.h"
 
 namespace mmirage {
 namespace {
@@ -399,15 +400,11 @@ Status WriteHfDatasetFiles(Env* env, const std::string& dir, const std::vector<s
     data_files.Push(e);
   }
   // A fingerprint derived from the content listing (HF only needs it to be a hex string).
-  uint64_t h = 1469598103934665603ull;
   std::string key = ToJson(features);
   for (const auto& f : files) key += "\n" + f;
-  for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
-  char fp[17];
-  std::snprintf(fp, sizeof fp, "%016llx", static_cast<unsigned long long>(h));
   Value state = Value::EmptyObject();
   state.Set("_data_files", data_files);
-  state.Set("_fingerprint", std::string(fp));
+  state.Set("_fingerprint", Hex64(Fnv1a64(key)));
   state.Set("_format_columns", Value());
   state.Set("_format_kwargs", Value::EmptyObject());
   state.Set("_format_type", Value());

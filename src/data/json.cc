@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "data/utf8.h"
+#include "util/base64.h"
+#include "util/hex.h"
 
 namespace mmirage {
 namespace {
@@ -100,7 +102,6 @@ Result<Value> ParseJson(std::string_view text) {
 }
 
 void AppendJsonString(std::string_view s, std::string* out) {
-  static const char kHex[] = "0123456789abcdef";
   // 1 for bytes that need escaping: control characters, '"' and '\\'.
   static const auto kEscape = [] {
     std::array<uint8_t, 256> t{};
@@ -142,9 +143,8 @@ void AppendJsonString(std::string_view s, std::string* out) {
       case '\b': out->append("\\b"); break;
       case '\f': out->append("\\f"); break;
       default:
-        out->append("\\u00");
-        out->push_back(kHex[c >> 4]);
-        out->push_back(kHex[c & 15]);
+        out->append("\\u");
+        AppendHexDigits(c, 4, out);
     }
   }
   out->push_back('"');
@@ -203,11 +203,9 @@ std::string FormatDouble(double d) {
 
 namespace {
 
-const char kHex[] = "0123456789abcdef";
-
 void AppendU16Escape(uint32_t unit, std::string* out) {
   out->append("\\u");
-  for (int shift = 12; shift >= 0; shift -= 4) out->push_back(kHex[(unit >> shift) & 15]);
+  AppendHexDigits(unit, 4, out);
 }
 
 // The string escaper for ensure_ascii / html_safe (AppendJsonString is the fast one for plain UTF-8 output).
@@ -390,26 +388,6 @@ void AppendJson(const Value& v, std::string* out) {
   static const JsonWriteOptions kCompact;
   JsonWriter w(kCompact, out);
   (void)w.Write(v, 0);  // cannot fail: no limits, bytes as base64
-}
-
-void AppendBase64(std::string_view data, std::string* out) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  size_t i = 0;
-  for (; i + 3 <= data.size(); i += 3) {
-    uint32_t n = (uint32_t(uint8_t(data[i])) << 16) | (uint32_t(uint8_t(data[i + 1])) << 8) | uint8_t(data[i + 2]);
-    out->push_back(kAlphabet[n >> 18]);
-    out->push_back(kAlphabet[(n >> 12) & 63]);
-    out->push_back(kAlphabet[(n >> 6) & 63]);
-    out->push_back(kAlphabet[n & 63]);
-  }
-  if (size_t rest = data.size() - i; rest > 0) {
-    uint32_t n = uint32_t(uint8_t(data[i])) << 16;
-    if (rest == 2) n |= uint32_t(uint8_t(data[i + 1])) << 8;
-    out->push_back(kAlphabet[n >> 18]);
-    out->push_back(kAlphabet[(n >> 12) & 63]);
-    out->push_back(rest == 2 ? kAlphabet[(n >> 6) & 63] : '=');
-    out->push_back('=');
-  }
 }
 
 std::string ToJson(const Value& v) {

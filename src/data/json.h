@@ -50,9 +50,6 @@ std::string ToJson(const Value& v);
 // Pretty form with `indent` spaces, keys in stored order (sort_keys sorts object keys, as Python's sort_keys).
 std::string ToJsonPretty(const Value& v, int indent = 2, bool sort_keys = false);
 
-// Appends `data` in standard base64 (RFC 4648, with padding). Bytes values are written to JSON this way.
-void AppendBase64(std::string_view data, std::string* out);
-
 // Appends `s` as a JSON string literal (quotes included).
 void AppendJsonString(std::string_view s, std::string* out);
 

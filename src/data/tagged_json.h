@@ -19,7 +19,4 @@ void AppendJsonTagged(const Value& v, std::string* out);
 // string is not valid base64.
 bool UntagBytes(Value* v);
 
-// Standard base64 (RFC 4648, padding required) to bytes; false on malformed input.
-bool DecodeBase64(std::string_view in, std::string* out);
-
 }  // namespace mmirage

@@ -56,6 +56,7 @@
 #include "util/cpu_load.h"
 #include "util/dl.h"
 #include "util/env.h"
+#include "util/fnv.h"
 #include "util/log.h"
 
 namespace mmirage::engine {
@@ -156,11 +157,7 @@ llama_token ImagePseudoToken(uint64_t id_hash, int k) {
   return -1 - static_cast<llama_token>((id_hash + static_cast<uint64_t>(k) * 0x9E3779B97F4A7C15ull) & 0x3FFFFFFF);
 }
 
-uint64_t HashId(const std::string& id) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : id) h = (h ^ c) * 0x100000001B3ull;
-  return h;
-}
+uint64_t HashId(const std::string& id) { return Fnv1a64(id, kFnv1aStandardOffset); }
 
 // A persistent CPU threadpool (ggml's own, found through the CPU backend's registry so that it works with both the
 // static and the shared llama.cpp build). Freed after the context that uses it.

@@ -7,6 +7,7 @@
 
 #include "data/json.h"
 #include "data/utf8.h"
+#include "util/base64.h"
 
 namespace mmirage::engine {
 namespace {

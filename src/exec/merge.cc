@@ -1,7 +1,6 @@
 #include "exec/merge.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <cstdio>
 #include <random>
@@ -10,18 +9,19 @@
 #include "data/dataset.h"
 #include "data/hf_writer.h"
 #include "data/output_reader.h"
+#include "util/hex.h"
 #include "util/log.h"
+#include "util/parse_int.h"
 #include "util/path_safety.h"
 
 namespace mmirage::exec {
 namespace {
 
+// The id of a shard directory "shard_<digits>"; nullopt for any other name (work directories `*.tmp.*`, an id
+// beyond int64: not one of ours).
 std::optional<int64_t> ShardNumber(const std::string& name) {
-  if (name.rfind("shard_", 0) != 0 || name.size() == 6 || name.find(".tmp") != std::string::npos) return std::nullopt;
-  for (size_t i = 6; i < name.size(); ++i)
-    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return std::nullopt;
-  if (name.size() > 6 + 18) return std::nullopt;  // more digits than an int64 shard id holds: not one of ours
-  return std::stoll(name.substr(6));
+  if (name.rfind("shard_", 0) != 0) return std::nullopt;
+  return ParseNonNegativeInt64(std::string_view(name).substr(6));
 }
 
 // Resolves symlinks of the longest existing prefix of `path` and appends the rest.
@@ -185,11 +185,7 @@ Status MergeTable(Env* env, const std::vector<std::string>& tables, const std::s
 
 std::string RandomSuffix() {
   std::mt19937_64 rng{std::random_device{}()};
-  static const char kHex[] = "0123456789abcdef";
-  std::string s;
-  uint64_t x = rng();
-  for (int j = 0; j < 16; ++j) s.push_back(kHex[(x >> (4 * j)) & 15]);
-  return s;
+  return Hex64(rng());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "util/log.h"
+#include "util/parse_int.h"
 
 namespace mmirage::exec {
 namespace {
@@ -22,14 +23,6 @@ std::string FirstWord(const std::string& s) {
   return sp == std::string::npos ? t : t.substr(0, sp);
 }
 
-bool ParseInt(const std::string& s, int64_t* out) {
-  if (s.empty() || s.size() > 18) return false;
-  for (char c : s)
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  *out = std::stoll(s);
-  return true;
-}
-
 // "5-7,9%2" (without brackets) → {5,6,7,9}. False when malformed.
 bool ExpandTaskList(std::string list, std::vector<int64_t>* ids) {
   size_t pct = list.find('%');
@@ -38,15 +31,15 @@ bool ExpandTaskList(std::string list, std::vector<int64_t>* ids) {
   std::string part;
   while (std::getline(ss, part, ',')) {
     size_t dash = part.find('-');
-    int64_t a = 0, b = 0;
+    std::optional<int64_t> a, b;
     if (dash == std::string::npos) {
-      if (!ParseInt(part, &a)) return false;
-      b = a;
-    } else if (!ParseInt(part.substr(0, dash), &a) || !ParseInt(part.substr(dash + 1), &b) || b < a) {
-      return false;
+      a = b = ParseNonNegativeInt64(part);
+    } else {
+      a = ParseNonNegativeInt64(std::string_view(part).substr(0, dash));
+      b = ParseNonNegativeInt64(std::string_view(part).substr(dash + 1));
     }
-    if (b - a > 1000000) return false;
-    for (int64_t i = a; i <= b; ++i) ids->push_back(i);
+    if (!a || !b || *b < *a || *b - *a > 1000000) return false;
+    for (int64_t i = *a; i <= *b; ++i) ids->push_back(i);
   }
   return true;
 }
@@ -65,9 +58,9 @@ bool TaskIdsOf(const std::string& job_id, const std::string& field, std::vector<
     if (rest.back() != ']') return false;
     return ExpandTaskList(rest.substr(1, rest.size() - 2), ids);
   }
-  int64_t id = 0;
-  if (!ParseInt(rest, &id)) return false;
-  ids->push_back(id);
+  std::optional<int64_t> id = ParseNonNegativeInt64(rest);
+  if (!id) return false;
+  ids->push_back(*id);
   return true;
 }
 
@@ -128,8 +121,7 @@ Result<std::string> SlurmClient::Submit(const SbatchRequest& request, const std:
   if (r.exit_code != 0) return Status::Unavailable("sbatch failed: " + Trim(r.err.empty() ? r.out : r.err));
   std::string out = Trim(r.out);
   std::string id = out.substr(0, out.find(';'));
-  int64_t n = 0;
-  if (!ParseInt(id, &n)) return Status::Internal("Unable to parse job id from sbatch output: " + out);
+  if (!ParseNonNegativeInt64(id)) return Status::Internal("Unable to parse job id from sbatch output: " + out);
   return id;
 }
 

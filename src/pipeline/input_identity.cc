@@ -1,7 +1,6 @@
 #include "pipeline/input_identity.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -9,24 +8,14 @@
 
 #include "data/dataset.h"
 #include "data/json.h"
+#include "util/fnv.h"
+#include "util/hex.h"
 
 namespace mmirage::pipeline {
 namespace {
 
-constexpr uint64_t kFnvOffset = 1469598103934665603ull;
-constexpr uint64_t kFnvPrime = 1099511628211ull;
 constexpr size_t kEdgeBytes = 64 * 1024;
 
-uint64_t Fnv(std::string_view bytes, uint64_t h = kFnvOffset) {
-  for (unsigned char c : bytes) h = (h ^ c) * kFnvPrime;
-  return h;
-}
-
-std::string Hex(uint64_t x) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(x));
-  return buf;
-}
 
 // Reads up to n bytes at the file's current position.
 Result<std::string> ReadUpTo(SequentialFile* f, size_t n) {
@@ -48,14 +37,14 @@ Status DescribeFile(Env* env, const std::string& path, Value* entry) {
   entry->Set("mtime", mtime.ok() ? static_cast<int64_t>(*mtime) : int64_t{0});
   MMIRAGE_ASSIGN_OR_RETURN(auto file, env->NewSequentialFile(path));
   MMIRAGE_ASSIGN_OR_RETURN(std::string head, ReadUpTo(file.get(), kEdgeBytes));
-  entry->Set("head", Hex(Fnv(head)));
+  entry->Set("head", Hex64(Fnv1a64(head)));
   std::string tail;
   if (size > kEdgeBytes) {
     uint64_t from = std::max<uint64_t>(kEdgeBytes, size - kEdgeBytes);
     MMIRAGE_TRY(file->Skip(from - kEdgeBytes));
     MMIRAGE_ASSIGN_OR_RETURN(tail, ReadUpTo(file.get(), kEdgeBytes));
   }
-  entry->Set("tail", Hex(Fnv(tail)));
+  entry->Set("tail", Hex64(Fnv1a64(tail)));
   return Status::OK();
 }
 
@@ -75,13 +64,13 @@ Value DatasetIdentity(Env* env, const config::Config& config, size_t dataset_ind
   const config::DatasetConfig& dc = config.loading.datasets[dataset_index];
   Value id = Value::EmptyObject();
   id.Set("format_version", kShardFormatVersion);
-  id.Set("config", Hex(config.fingerprint));
+  id.Set("config", Hex64(config.fingerprint));
   Value vars = Value::EmptyObject();
   for (const auto& [name, value] : config.expanded_vars) {
     // SLURM_* say where a task runs (e.g. shard_id: ${SLURM_ARRAY_TASK_ID}), not what it computes: the layout is
     // recorded below, and a shard started in an array job may be finished by a local run.
     if (name.rfind("SLURM_", 0) == 0) continue;
-    vars.Set(name, value ? Value(Hex(Fnv(*value))) : Value());
+    vars.Set(name, value ? Value(Hex64(Fnv1a64(*value))) : Value());
   }
   id.Set("vars", vars);
   id.Set("dataset", static_cast<int64_t>(dataset_index));
@@ -107,7 +96,7 @@ Value DatasetIdentity(Env* env, const config::Config& config, size_t dataset_ind
   return id;
 }
 
-uint64_t IdentityFingerprint(const Value& identity) { return Fnv(ToJson(identity)); }
+uint64_t IdentityFingerprint(const Value& identity) { return Fnv1a64(ToJson(identity)); }
 
 std::string DescribeIdentityChange(const Value& before, const Value& now) {
   std::vector<std::string> why;

@@ -44,6 +44,13 @@ struct Channel {
 
 }  // namespace
 
+std::string UsageLine(uint64_t row_index, const RowUsage& u) {
+  return "{\"row_index\":" + std::to_string(row_index) + ",\"prompt_tokens\":" + std::to_string(u.prompt_tokens) +
+         ",\"completion_tokens\":" + std::to_string(u.completion_tokens) +
+         ",\"generations\":" + std::to_string(u.generations) +
+         ",\"cached_generations\":" + std::to_string(u.cached_generations) + "}\n";
+}
+
 void ProcessRow(const RowTransform& transform, uint64_t row_index, const std::string& file, uint64_t line,
                 std::string_view text, ProcessedBatch* out) {
   auto fail = [&](RowError e) {

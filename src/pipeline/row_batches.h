@@ -29,11 +29,22 @@ struct ProcessedBatch {
   std::vector<Failure> failures;
   // Rows written (in `lines`) with a caveat to record in errors.jsonl as a warning (e.g. fallback_value used).
   std::vector<Failure> warnings;
-  // Token usage of rows that called a model, one JSON line per row in row order:
-  // {"row_index", "prompt_tokens", "completion_tokens", "generations", "cached_generations"} (failed rows included:
-  // they cost tokens too).
+  // Token usage of rows that called a model, one UsageLine per row in row order (failed rows included: they cost
+  // tokens too).
   std::string usage;
 };
+
+// What one row's generations cost.
+struct RowUsage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t generations = 0;         // requests answered, retries included
+  int64_t cached_generations = 0;  // of `generations`, answered by the generation cache
+};
+
+// The row's usage.jsonl line, '\n' included: {"row_index", "prompt_tokens", "completion_tokens", "generations",
+// "cached_generations"}, in that order (the one writer of these lines: the streaming and batch-API paths alike).
+std::string UsageLine(uint64_t row_index, const RowUsage& usage);
 
 struct RowBatchOptions {
   int threads = 0;          // workers; 0 = hardware concurrency (at most 8)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <atomic>
@@ -73,15 +74,40 @@ int64_t SampleOffset(const DatasetPlan& plan, size_t part) {
   return before - static_cast<int64_t>(plan.ranges[part].begin);
 }
 
+// The row stages of one dataset, as its output format needs them.
+RowTransform DatasetTransform(Env* env, const config::Config& config, const DatasetPlan& plan) {
+  RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
+  transform.set_tag_bytes(plan.config->output_format != "jsonl");
+  transform.set_cast_images(config.processing.cast_images && plan.config->output_format != "jsonl");
+  return transform;
+}
+
+// Runs the rows of `stream` through `transform` into `sink`: in parallel batches when no output calls a model
+// (generator null), else through the streaming scheduler. The one place that picks the scheduler and its options,
+// so the first pass and a redo of failed rows run alike. kUnavailable "interrupted" after a stop request.
+Status RunRows(const config::Config& config, RowStream* stream, const RowTransform& transform,
+               process::OutputGenerator* generator, int64_t sample_offset,
+               const std::function<Status(ProcessedBatch&)>& sink, StreamTotals* totals) {
+  if (generator == nullptr) {
+    MMIRAGE_TRY(RunRowBatches(stream, transform, RowBatchOptions{}, sink));
+    return StopRequested() ? Status::Unavailable("interrupted") : Status::OK();
+  }
+  // The window bounds rows in flight; batch_size only widens it (it never synchronises).
+  StreamOptions so;
+  so.window = std::max<size_t>(static_cast<size_t>(config.loading.batch_size),
+                               static_cast<size_t>(4 * generator->Capacity()));
+  so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
+  so.sample_offset = sample_offset;
+  return RunStreaming(stream, transform, generator, so, sink, totals);
+}
+
 // Streams one dataset's shard through the row stages into `writer`, committing every `commit_every_rows` rows or
 // `commit_interval_seconds`. Parts resume where the writer's journal says. Returns a fatal error only
 // (kUnavailable "interrupted" after a stop request: what is committed stays resumable).
 Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan& plan,
                       process::OutputGenerator* generator, ShardWriter* writer, StreamTotals* totals,
                       Progress* progress) {
-  RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
-  transform.set_tag_bytes(plan.config->output_format != "jsonl");
-  transform.set_cast_images(config.processing.cast_images && plan.config->output_format != "jsonl");
+  const RowTransform transform = DatasetTransform(env, config, plan);
   const auto& ex = config.execution;
   // Rows that only ran custom functions are bounded by the time-based commit like model-free rows: an fsync every
   // 256 fast function calls would cost more than the calls.
@@ -114,18 +140,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
       }
       return Status::OK();
     };
-    if (generator == nullptr) {
-      MMIRAGE_TRY(RunRowBatches(&stream, transform, RowBatchOptions{}, sink));
-      if (StopRequested()) return Status::Unavailable("interrupted");
-    } else {
-      // The window bounds rows in flight; batch_size only widens it (it never synchronises).
-      StreamOptions so;
-      so.window = std::max<size_t>(static_cast<size_t>(config.loading.batch_size),
-                                   static_cast<size_t>(4 * generator->Capacity()));
-      so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
-      so.sample_offset = SampleOffset(plan, p);
-      MMIRAGE_TRY(RunStreaming(&stream, transform, generator, so, sink, totals));
-    }
+    MMIRAGE_TRY(RunRows(config, &stream, transform, generator, SampleOffset(plan, p), sink, totals));
   }
   return Status::OK();
 }
@@ -158,9 +173,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
   if (auto usage = env->ReadFileToString(JoinPath(published_dir, "usage.jsonl")); usage.ok()) {
     MMIRAGE_TRY(writer->AddUsage(*usage));
   }
-  RowTransform transform(&config, env, plan.config->image_base_path.value_or(""));
-  transform.set_tag_bytes(plan.config->output_format != "jsonl");
-  transform.set_cast_images(config.processing.cast_images && plan.config->output_format != "jsonl");
+  const RowTransform transform = DatasetTransform(env, config, plan);
   for (size_t p = 0; p < plan.parts.size(); ++p) {
     std::vector<uint64_t>& f = failed[plan.parts[p].split];
     std::sort(f.begin(), f.end());
@@ -190,14 +203,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
         }
         return Status::OK();
       };
-      if (generator == nullptr) {
-        MMIRAGE_TRY(RunRowBatches(&stream, transform, RowBatchOptions{}, sink));
-      } else {
-        StreamOptions so;
-        so.window = static_cast<size_t>(4 * generator->Capacity());
-        so.sample_offset = SampleOffset(plan, p);
-        MMIRAGE_TRY(RunStreaming(&stream, transform, generator, so, sink, totals));
-      }
+      MMIRAGE_TRY(RunRows(config, &stream, transform, generator, SampleOffset(plan, p), sink, totals));
     }
     // (b) Merge with the published rows, in input order.
     const std::string& split = plan.parts[p].split;

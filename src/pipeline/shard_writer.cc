@@ -14,11 +14,13 @@
 #include "pipeline/shard_writer.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "data/json.h"
 #include "pipeline/input_identity.h"
+#include "util/fnv.h"
+#include "util/hex.h"
 #include "util/log.h"
+#include "util/parse_int.h"
 
 namespace mmirage::pipeline {
 namespace {
@@ -26,14 +28,6 @@ namespace {
 constexpr const char* kJournal = "journal.json";
 constexpr const char* kRecord = "_mmirage.json";
 constexpr const char* kIdentity = "identity.json";  // what the fingerprint was computed from, written once
-constexpr uint64_t kFnvOffset = 1469598103934665603ull;
-constexpr uint64_t kFnvPrime = 1099511628211ull;
-
-std::string Hex(uint64_t x) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(x));
-  return buf;
-}
 
 int64_t GetInt(const Value& v, const char* key) {
   const Value* x = v.is_object() ? v.Find(key) : nullptr;
@@ -50,9 +44,7 @@ bool IsSplitMap(const std::vector<std::string>& splits) { return !(splits.size()
 // The check of a file's last committed block: hash of the last min(kCheckBytes, size) bytes of `tail`.
 std::string TailCheck(const std::string& tail) {
   size_t n = std::min<size_t>(tail.size(), ShardWriter::kCheckBytes);
-  uint64_t h = kFnvOffset;
-  for (size_t i = tail.size() - n; i < tail.size(); ++i) h = (h ^ static_cast<unsigned char>(tail[i])) * kFnvPrime;
-  return Hex(h);
+  return Hex64(Fnv1a64(std::string_view(tail).substr(tail.size() - n)));
 }
 
 // Why `path` cannot be resumed at `offset` with check `check` ("" when it can; then *tail holds the bytes the
@@ -115,7 +107,7 @@ std::optional<CompletedShard> ReadCompletedShard(Env* env, const std::string& ou
   const Value* fp = v->Find("fingerprint");
   if (fp == nullptr || !fp->is_string()) return std::nullopt;
   CompletedShard c;
-  c.fingerprint = std::strtoull(fp->as_string().c_str(), nullptr, 16);
+  c.fingerprint = ParseUint64(fp->as_string(), 16).value_or(0);  // 0: matches no config
   c.rows_written = GetInt(*v, "rows_written");
   c.rows_failed = GetInt(*v, "rows_failed");
   if (const Value* id = v->Find("identity")) c.identity = *id;
@@ -213,7 +205,7 @@ Status ShardWriter::Start() {
                        : !v.ok()  ? "not JSON: " + v.status().message()
                                   : std::string("no fingerprint"))
                    << "); the partial output is discarded and the shard restarts from scratch");
-    } else if (fp->as_string() != Hex(options_.fingerprint)) {
+    } else if (fp->as_string() != Hex64(options_.fingerprint)) {
       Value old_id;
       if (auto t = env_->ReadFileToString(JoinPath(work_dir_, kIdentity)); t.ok()) {
         if (auto parsed = ParseJson(*t); parsed.ok()) old_id = std::move(*parsed);
@@ -365,7 +357,7 @@ Status ShardWriter::WriteJournal() {
   }
   Value j = Value::EmptyObject();
   j.Set("format_version", kShardFormatVersion);
-  j.Set("fingerprint", Hex(options_.fingerprint));
+  j.Set("fingerprint", Hex64(options_.fingerprint));
   j.Set("splits", splits);
   j.Set("errors_bytes", static_cast<int64_t>(errors_bytes_));
   j.Set("errors_check", TailCheck(errors_tail_));
@@ -416,7 +408,7 @@ Status ShardWriter::Finish() {
   }
   if (status_.ok()) {
     Value rec = Value::EmptyObject();
-    rec.Set("fingerprint", Hex(options_.fingerprint));
+    rec.Set("fingerprint", Hex64(options_.fingerprint));
     rec.Set("rows_written", rows_written_);
     rec.Set("rows_failed", rows_failed_);
     if (!options_.identity.is_null()) rec.Set("identity", options_.identity);

@@ -19,10 +19,7 @@ struct RowState {
   Value row;
   Value vars;
   size_t next_output = 0;
-  int64_t prompt_tokens = 0;      // over the row's generations, retries included
-  int64_t completion_tokens = 0;
-  int64_t generations = 0;
-  int64_t cached_generations = 0;  // of `generations`, answered by the generation cache
+  RowUsage usage;  // over the row's generations, retries included
   std::vector<std::string> warnings;  // caveats of successful generations (errors.jsonl warnings)
 };
 
@@ -35,12 +32,9 @@ struct Finished {
   std::vector<ProcessedBatch::Failure> warnings;
 };
 
-std::string UsageLine(const RowState& st) {
-  if (st.generations == 0) return "";
-  return "{\"row_index\":" + std::to_string(st.row_index) + ",\"prompt_tokens\":" + std::to_string(st.prompt_tokens) +
-         ",\"completion_tokens\":" + std::to_string(st.completion_tokens) +
-         ",\"generations\":" + std::to_string(st.generations) +
-         ",\"cached_generations\":" + std::to_string(st.cached_generations) + "}\n";
+// The row's usage line; "" when it made no generation.
+std::string UsageLineOf(const RowState& st) {
+  return st.usage.generations == 0 ? "" : UsageLine(st.row_index, st.usage);
 }
 
 struct Event {
@@ -162,7 +156,7 @@ class Scheduler {
     auto out = transform_.RenderOutputJson(st.row, st.vars, &f.line);
     if (!out.ok) return Fail(seq, st, out.error);
     f.line.push_back('\n');
-    f.usage = UsageLine(st);
+    f.usage = UsageLineOf(st);
     for (auto& w : st.warnings)
       f.warnings.push_back(ProcessedBatch::Failure{st.row_index, st.source, RowError{Stage::kGenerate, std::move(w)}});
     finished_.emplace(seq, std::move(f));
@@ -186,10 +180,10 @@ class Scheduler {
     if (it == active_.end()) return;
     RowState st = std::move(it->second);
     active_.erase(it);
-    st.prompt_tokens += r.prompt_tokens;
-    st.completion_tokens += r.completion_tokens;
-    st.generations += r.attempts;
-    st.cached_generations += r.cached_generations;
+    st.usage.prompt_tokens += r.prompt_tokens;
+    st.usage.completion_tokens += r.completion_tokens;
+    st.usage.generations += r.attempts;
+    st.usage.cached_generations += r.cached_generations;
     if (r.fatal && !r.status.ok()) {
       if (fatal_.ok()) fatal_ = r.status.WithContext(st.source);
       return;
@@ -206,7 +200,7 @@ class Scheduler {
     Finished f;
     f.ok = false;
     f.failure = ProcessedBatch::Failure{st.row_index, st.source, std::move(e)};
-    f.usage = UsageLine(st);
+    f.usage = UsageLineOf(st);
     finished_.emplace(seq, std::move(f));
     active_.erase(seq);
   }

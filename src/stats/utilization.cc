@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "util/nvml.h"
+#include "util/parse_int.h"
 #include "util/process/subprocess.h"
 #include "util/process/process_info.h"
 
@@ -157,10 +158,9 @@ std::optional<double> ParseProcSelfStatCpuSeconds(const std::string& text, int64
   for (int i = 1; i <= 13; ++i) {
     if (!(ss >> field)) return std::nullopt;
     if (i == 12 || i == 13) {
-      char* end = nullptr;
-      uint64_t v = std::strtoull(field.c_str(), &end, 10);
-      if (*end != '\0') return std::nullopt;
-      (i == 12 ? utime : stime) = v;
+      std::optional<uint64_t> v = ParseUint64(field);
+      if (!v) return std::nullopt;
+      (i == 12 ? utime : stime) = *v;
     }
   }
   return static_cast<double>(utime + stime) / static_cast<double>(ticks_per_second);

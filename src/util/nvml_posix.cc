@@ -2,10 +2,12 @@
 // CUDA headers are needed to build.
 #include <dlfcn.h>
 
-#include <cctype>
+#include <algorithm>
+#include <climits>
 #include <cstdlib>
 
 #include "util/nvml.h"
+#include "util/parse_int.h"
 
 namespace mmirage {
 namespace {
@@ -16,14 +18,6 @@ struct NvmlUtilization {
   unsigned int gpu;     // percent
   unsigned int memory;  // percent
 };
-
-bool AllDigits(const std::string& s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -72,8 +66,8 @@ NvmlLibrary::~NvmlLibrary() {
 std::optional<double> NvmlLibrary::GpuUtilization(const std::string& device) {
   NvmlDevice dev = nullptr;
   NvmlReturn rc;
-  if (AllDigits(device)) {
-    rc = rep_->by_index(static_cast<unsigned int>(std::strtoul(device.c_str(), nullptr, 10)), &dev);
+  if (std::optional<uint64_t> index = ParseUint64(device)) {  // an index too large for NVML names no device
+    rc = rep_->by_index(static_cast<unsigned int>(std::min<uint64_t>(*index, UINT_MAX)), &dev);
   } else if (rep_->by_uuid != nullptr) {
     rc = rep_->by_uuid(device.c_str(), &dev);
   } else {

@@ -113,5 +113,15 @@ TEST(CliTest, QueryEvaluatesJmespathOnStdin) {
   EXPECT_NE(bad.err.find("syntax error at column"), std::string::npos);
 }
 
+TEST(CliTest, CatSkipsAShardFolderWhoseIdOverflowsInt64) {
+  // A folder named shard_ + 20 digits is not a shard of ours: cat reads the real shards and does not abort.
+  TempDir d;
+  WriteFile(d.Path("out/shard_0/data.jsonl"), "{\"a\":1}\n{\"a\":2}\n");
+  WriteFile(d.Path("out/shard_99999999999999999999/data.jsonl"), "{\"a\":3}\n");
+  auto r = RunMmirage("cat '" + d.Path("out") + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"a\":1}\n{\"a\":2}\n");
+}
+
 }  // namespace
 }  // namespace mmirage::testing

@@ -13,6 +13,7 @@
 
 #include "data/json.h"
 #include "e2e/e2e_util.h"
+#include "util/base64.h"
 
 namespace mmirage::testing {
 namespace {

@@ -207,37 +207,4 @@ Result<std::string> EncodeImage(const RgbImage& image, ImageFormat format) {
   return Status::InvalidArgument("unknown image format");
 }
 
-Result<std::string> DecodeBase64Strict(std::string_view t) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  if (t.size() % 4 != 0) return Status::Corruption("base64 length " + std::to_string(t.size()) + " is not a multiple of 4");
-  std::string out;
-  out.reserve(t.size() / 4 * 3);
-  for (size_t i = 0; i < t.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      char c = t[i + k];
-      if (c == '=' && i + 4 == t.size() && k >= 2) {
-        v[k] = 0;
-        ++pad;
-        continue;
-      }
-      if (pad > 0 || (v[k] = val(c)) < 0)
-        return Status::Corruption("invalid base64 character at position " + std::to_string(i + k));
-    }
-    uint32_t n = (static_cast<uint32_t>(v[0]) << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
-    out.push_back(static_cast<char>(n >> 16));
-    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xFF));
-    if (pad < 1) out.push_back(static_cast<char>(n & 0xFF));
-  }
-  return out;
-}
-
 }  // namespace mmirage::process::image_gen

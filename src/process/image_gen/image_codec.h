@@ -29,8 +29,4 @@ Result<RgbImage> DecodeImage(std::string_view bytes);
 // JPEG quality 95, WebP quality 90 (lossy), PNG lossless. Errors: kInvalidArgument (kUnknown format), kInternal.
 Result<std::string> EncodeImage(const RgbImage& image, ImageFormat format);
 
-// RFC 4648 base64 with padding; whitespace is not allowed (as Python's b64decode(validate=True)).
-// Errors: kCorruption naming the first bad position.
-Result<std::string> DecodeBase64Strict(std::string_view text);
-
 }  // namespace mmirage::process::image_gen

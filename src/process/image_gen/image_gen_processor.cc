@@ -11,8 +11,6 @@
 
 #include "process/image_gen/image_gen_processor.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -25,10 +23,12 @@
 #include "data/json.h"
 #include "engine/managed_server.h"
 #include "process/image_gen/image_codec.h"
+#include "util/base64.h"
 #include "util/env.h"
 #include "util/http/event_loop.h"
 #include "util/log.h"
 #include "util/net.h"
+#include "util/sha.h"
 
 namespace mmirage::process::image_gen {
 namespace {
@@ -56,19 +56,6 @@ Value Canonical(const Value& v) {
   std::stable_sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   Value out = Value::EmptyObject();
   for (const auto& [k, x] : members) out.Set(k, Canonical(*x));
-  return out;
-}
-
-std::string Sha256Hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(data.data(), data.size(), md, &n, EVP_sha256(), nullptr);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < n; ++i) {
-    out.push_back(hex[md[i] >> 4]);
-    out.push_back(hex[md[i] & 15]);
-  }
   return out;
 }
 
@@ -386,7 +373,7 @@ class ImageGenProcessor final : public OutputProcessor {
   }
 
   Status Save(Sample* s, Value* value) {
-    auto bytes = DecodeBase64Strict(s->b64);
+    auto bytes = DecodeBase64(s->b64);  // as Python's b64decode(validate=True)
     if (!bytes.ok()) return Status::Corruption("SGLang returned invalid base64 image data: " + bytes.status().message());
     s->b64.clear();
     auto img = DecodeImage(*bytes);

@@ -3,27 +3,14 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "util/base64.h"
+#include "util/hex.h"
+
 namespace mmirage::process::llm {
 namespace {
 
 constexpr std::string_view kPlaceholderOpen = "<__mmirage_image:";
 constexpr std::string_view kPlaceholderClose = "__>";
-
-int Base64Value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+' || c == '-') return 62;
-  if (c == '/' || c == '_') return 63;
-  return -1;
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 bool IsNullImage(const Value* v) {
   if (v == nullptr || v->is_null()) return true;
@@ -95,31 +82,6 @@ ImageSize SniffImageSize(std::string_view b) {
   return {};
 }
 
-Result<std::string> DecodeBase64(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() * 3 / 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  bool padding = false;
-  for (char c : text) {
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-    if (c == '=') {
-      padding = true;
-      continue;
-    }
-    const int v = Base64Value(c);
-    if (v < 0 || padding) return Status::InvalidArgument("invalid base64 text");
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  if (bits >= 6) return Status::InvalidArgument("invalid base64 text (truncated)");
-  return out;
-}
-
 Result<std::string> DecodeDataUri(std::string_view uri) {
   if (uri.substr(0, 5) != "data:") return Status::InvalidArgument("not a data: URI");
   const size_t comma = uri.find(',');
@@ -128,15 +90,15 @@ Result<std::string> DecodeDataUri(std::string_view uri) {
   const std::string_view payload = uri.substr(comma + 1);
   const bool base64 = meta.size() >= 7 && meta.substr(meta.size() - 7) == ";base64";
   if (base64) {
-    Result<std::string> bytes = DecodeBase64(payload);
+    Result<std::string> bytes = DecodeBase64(payload, Base64Syntax::kLenient);
     if (!bytes.ok()) return Status::InvalidArgument("malformed data: URI (" + bytes.status().message() + ")");
     return bytes;
   }
   std::string out;
   for (size_t i = 0; i < payload.size(); ++i) {
-    if (payload[i] == '%' && i + 2 < payload.size() && HexValue(payload[i + 1]) >= 0 &&
-        HexValue(payload[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(HexValue(payload[i + 1]) * 16 + HexValue(payload[i + 2])));
+    if (payload[i] == '%' && i + 2 < payload.size() && HexDigitValue(payload[i + 1]) >= 0 &&
+        HexDigitValue(payload[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(HexDigitValue(payload[i + 1]) * 16 + HexDigitValue(payload[i + 2])));
       i += 2;
     } else if (payload[i] == '%') {
       return Status::InvalidArgument("malformed data: URI (bad percent escape)");
@@ -184,7 +146,7 @@ Result<engine::ImageInput> ToImageInput(const std::string& name, const Value& va
       if (b->is_bytes()) {
         im.bytes = b->as_bytes();
       } else if (b->is_string()) {  // JSON holds bytes as base64 text
-        Result<std::string> bytes = DecodeBase64(b->as_string());
+        Result<std::string> bytes = DecodeBase64(b->as_string(), Base64Syntax::kLenient);
         if (!bytes.ok()) return Status::InvalidArgument(where + ": 'bytes' is a string but not base64");
         im.bytes = std::move(*bytes);
       } else {

@@ -54,7 +54,5 @@ ImageSize SniffImageSize(std::string_view bytes);
 // `data:[<mime>][;base64],<payload>` → the payload bytes (percent-decoded when not base64). kInvalidArgument
 // when malformed.
 Result<std::string> DecodeDataUri(std::string_view uri);
-// Standard or URL-safe base64, padding optional, whitespace ignored. kInvalidArgument on other characters.
-Result<std::string> DecodeBase64(std::string_view text);
 
 }  // namespace mmirage::process::llm

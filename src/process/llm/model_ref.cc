@@ -1,9 +1,9 @@
 #include "process/llm/model_ref.h"
 
-#include <cstdio>
 #include <optional>
 #include <vector>
 
+#include "util/hex.h"
 #include "util/http/download.h"
 
 namespace mmirage::process::llm {
@@ -48,9 +48,8 @@ std::string UrlEncode(std::string_view s, bool keep_slash) {
     if (plain) {
       out += static_cast<char>(c);
     } else {
-      char buf[4];
-      std::snprintf(buf, sizeof(buf), "%%%02X", c);
-      out += buf;
+      out += '%';
+      AppendHexDigits(c, 2, &out, HexCase::kUpper);
     }
   }
   return out;

@@ -8,6 +8,7 @@
 #include "template/internal/ast.h"
 #include "template/internal/filters.h"
 #include "template/internal/unicode.h"
+#include "util/parse_int.h"
 
 namespace mmirage::tmpl::internal {
 
@@ -144,7 +145,8 @@ Result<Val> GetPath(const Val& item, const Val& attribute, const Val* dflt) {
       std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
       Val key;
       bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-      key = digits ? Val(Value(static_cast<int64_t>(std::strtoll(part.c_str(), nullptr, 10)))) : Val(Value(part));
+      // A run of digits beyond int64 saturates (no list is that long, so the lookup misses as in Jinja).
+      key = digits ? Val(Value(ParseNonNegativeInt64(part).value_or(INT64_MAX))) : Val(Value(part));
       MMIRAGE_ASSIGN_OR_RETURN(Val next, GetItem(cur, key));
       cur = next.ref ? std::move(next) : next.Owned();
       if (dflt != nullptr && cur.is_undefined()) cur = dflt->Owned();

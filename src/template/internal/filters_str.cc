@@ -10,6 +10,8 @@
 #include "template/internal/ast.h"
 #include "template/internal/filters.h"
 #include "template/internal/unicode.h"
+#include "util/hex.h"
+#include "util/parse_int.h"
 
 namespace mmirage::tmpl::internal {
 
@@ -408,11 +410,9 @@ std::string HtmlUnescape(const std::string& s) {
       std::string name = s.substr(i + 1, semi - i - 1);
       if (!name.empty() && name[0] == '#') {
         bool hex = name.size() > 1 && (name[1] == 'x' || name[1] == 'X');
-        char* end = nullptr;
-        std::string digits = name.substr(hex ? 2 : 1);
-        long cp = std::strtol(digits.c_str(), &end, hex ? 16 : 10);
-        if (!digits.empty() && end && *end == '\0' && cp > 0 && cp < 0x110000) {
-          AppendCp(static_cast<char32_t>(cp), &out);
+        std::optional<uint64_t> cp = ParseUint64(std::string_view(name).substr(hex ? 2 : 1), hex ? 16 : 10);
+        if (cp && *cp > 0 && *cp < 0x110000) {
+          AppendCp(static_cast<char32_t>(*cp), &out);
           i = semi;
           continue;
         }
@@ -457,7 +457,6 @@ Result<Val> FStriptags(Val s, CallArgs& a) {
 
 std::string UrlQuote(std::string_view s, bool for_qs) {
   std::string r;
-  static const char* kHex = "0123456789ABCDEF";
   for (unsigned char c : s) {
     if (std::isalnum(c) || c == '_' || c == '.' || c == '-' || c == '~' || (!for_qs && c == '/')) {
       r.push_back(static_cast<char>(c));
@@ -465,8 +464,7 @@ std::string UrlQuote(std::string_view s, bool for_qs) {
       r.push_back('+');
     } else {
       r.push_back('%');
-      r.push_back(kHex[c >> 4]);
-      r.push_back(kHex[c & 15]);
+      AppendHexDigits(c, 2, &r, HexCase::kUpper);
     }
   }
   return r;

@@ -9,6 +9,8 @@
 #include "template/internal/runtime.h"
 #include "template/template.h"
 #include "template/internal/unicode.h"
+#include "util/hex.h"
+#include "util/parse_int.h"
 
 namespace mmirage::tmpl::internal {
 namespace {
@@ -23,11 +25,6 @@ bool IsPrintableCp(char32_t c) {
   if ((c >= 0xD800 && c <= 0xF8FF) || (c >= 0xF0000)) return false;
   if (c == 0x061C || c == 0x180E) return false;
   return true;
-}
-
-void AppendHex(uint32_t v, int digits, std::string* out) {
-  static const char* kHex = "0123456789abcdef";
-  for (int i = digits - 1; i >= 0; --i) out->push_back(kHex[(v >> (4 * i)) & 0xF]);
 }
 
 void AppendInt(int64_t i, std::string* out) { out->append(std::to_string(i)); }
@@ -49,7 +46,7 @@ void AppendReprBytes(std::string_view s, std::string* out) {
       out->append("\\t");
     } else if (c < 0x20 || c >= 0x7F) {
       out->append("\\x");
-      AppendHex(c, 2, out);
+      AppendHexDigits(c, 2, out);
     } else {
       out->push_back(static_cast<char>(c));
     }
@@ -80,7 +77,7 @@ void AppendReprString(std::string_view s, std::string* out) {
         out->append("\\t");
       } else if (b < 0x20 || b == 0x7F) {
         out->append("\\x");
-        AppendHex(b, 2, out);
+        AppendHexDigits(b, 2, out);
       } else {
         out->push_back(static_cast<char>(b));
       }
@@ -92,13 +89,13 @@ void AppendReprString(std::string_view s, std::string* out) {
       out->append(s.substr(st, i - st));
     } else if (cp < 0x100) {
       out->append("\\x");
-      AppendHex(cp, 2, out);
+      AppendHexDigits(cp, 2, out);
     } else if (cp < 0x10000) {
       out->append("\\u");
-      AppendHex(cp, 4, out);
+      AppendHexDigits(cp, 4, out);
     } else {
       out->append("\\U");
-      AppendHex(cp, 8, out);
+      AppendHexDigits(cp, 8, out);
     }
   }
   out->push_back(q);
@@ -258,6 +255,7 @@ std::string Pad(std::string body, const Spec& sp, bool numeric, size_t sign_len)
 std::string IntDigits(uint64_t mag, int base, bool upper) {
   if (mag == 0) return "0";
   std::string d;
+  // Digits of any base up to 16 (Python's 'b', 'o', 'x' and 'X'), least significant first: not util/hex.h's job.
   const char* digs = upper ? "0123456789ABCDEF" : "0123456789abcdef";
   while (mag) {
     d.push_back(digs[mag % base]);
@@ -629,10 +627,10 @@ Result<std::string> StrFormat(std::string_view fmt, const std::vector<Val>& args
       cur = args[auto_idx++].Alias();
     } else if (std::all_of(name.begin(), name.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
       manual = true;
-      if (name.size() > 18) return Err("Too many decimal digits in format string");
-      size_t idx = std::stoul(std::string(name));
-      if (idx >= args.size()) return Err("Replacement index " + std::string(name) + " out of range for positional args tuple");
-      cur = args[idx].Alias();
+      std::optional<int64_t> idx = ParseNonNegativeInt64(name);
+      if (!idx) return Err("Too many decimal digits in format string");
+      if (static_cast<uint64_t>(*idx) >= args.size()) return Err("Replacement index " + std::string(name) + " out of range for positional args tuple");
+      cur = args[static_cast<size_t>(*idx)].Alias();
     } else {
       const Val* found = nullptr;
       for (const auto& kv : kwargs) {
@@ -657,10 +655,10 @@ Result<std::string> StrFormat(std::string_view fmt, const std::vector<Val>& args
         std::string key(rest.substr(1, e - 1));
         bool digits = !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
         const Value* m = nullptr;
-        if (digits && key.size() > 18) return Err("Too many decimal digits in format string");
+        std::optional<int64_t> k = digits ? ParseNonNegativeInt64(key) : std::nullopt;
+        if (digits && !k) return Err("Too many decimal digits in format string");
         if (digits && cur.v().is_array()) {
-          size_t k = std::stoul(key);
-          if (k < cur.v().as_array().size()) m = &cur.v().as_array()[k];
+          if (static_cast<uint64_t>(*k) < cur.v().as_array().size()) m = &cur.v().as_array()[static_cast<size_t>(*k)];
         } else {
           m = cur.v().Find(key);
         }

@@ -5,6 +5,7 @@
 #include "data/json.h"
 #include "batch/chunker.h"
 #include "batch/provider.h"
+#include "util/sha.h"
 
 namespace mmirage::batch {
 namespace {
@@ -34,11 +35,6 @@ TEST(ImageMimeTest, FollowsPythonMimetypes) {
   EXPECT_EQ(GuessImageMimeType("x.webp"), "image/webp");
   EXPECT_EQ(GuessImageMimeType("x.unknown"), "");
   EXPECT_EQ(GuessImageMimeType("noext"), "");
-}
-
-TEST(DigestTest, KnownVectors) {
-  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(Sha1Hex("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
 }
 
 TEST(BuildBatchRequestTest, AnthropicRejectsAMissingLocalImage) {

@@ -65,20 +65,6 @@ TEST(TaggedJsonTest, BytesSurviveTheJournalFormAnywhereInARow) {
   EXPECT_FALSE(UntagBytes(&bad));
 }
 
-TEST(TaggedJsonTest, Base64DecodesWhatAppendBase64Writes) {
-  for (std::string s : {std::string(""), std::string("a"), std::string("ab"), std::string("abc"),
-                        std::string("\x00\x01\x02\xff", 4)}) {
-    std::string enc, dec;
-    AppendBase64(s, &enc);
-    ASSERT_TRUE(DecodeBase64(enc, &dec)) << enc;
-    EXPECT_EQ(dec, s);
-  }
-  std::string out;
-  EXPECT_FALSE(DecodeBase64("abc", &out));
-  EXPECT_FALSE(DecodeBase64("a=bc", &out));
-  EXPECT_FALSE(DecodeBase64("ab!c", &out));
-}
-
 TEST(HfFeaturesTest, InferenceFollowsHfRules) {
   // int and float mix; null fits anything; an all-null column is Value("null").
   EXPECT_EQ(Features({J(R"({"x":1,"n":null})"), J(R"({"x":2.5,"n":null})"), J(R"({"x":null})")}),

@@ -92,16 +92,5 @@ TEST(ImageCodecTest, RoundTripsEveryFormat) {
   EXPECT_EQ(ImageFormatFromName("gif"), ImageFormat::kUnknown);
 }
 
-TEST(Base64Test, StrictDecoding) {
-  EXPECT_EQ(*DecodeBase64Strict("aGVsbG8="), "hello");
-  EXPECT_EQ(*DecodeBase64Strict("aGVsbG8h"), "hello!");
-  EXPECT_EQ(*DecodeBase64Strict("aGk="), "hi");
-  EXPECT_EQ(*DecodeBase64Strict(""), "");
-  EXPECT_FALSE(DecodeBase64Strict("aGVsbG8").ok());      // length
-  EXPECT_FALSE(DecodeBase64Strict("aGV sbG8=").ok());    // whitespace
-  EXPECT_FALSE(DecodeBase64Strict("a=Vs").ok());         // padding inside
-  EXPECT_FALSE(DecodeBase64Strict("aGk=aGk=").ok());     // padding before the end
-}
-
 }  // namespace
 }  // namespace mmirage::process::image_gen
