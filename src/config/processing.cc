@@ -46,18 +46,11 @@ Loc TemplateLoc(Diag* d, const YAML::Node& n, const std::string& yaml, int tmpl_
 // Parses a template held by scalar node n; reports a located error and returns nullopt on failure.
 std::optional<tmpl::Template> ParseTemplate(Diag* d, const YAML::Node& n, const std::string& yaml,
                                             const std::string& field, const std::string& source) {
-  auto t = tmpl::Template::Parse(source);
-  if (t.ok()) return std::move(*t);
-  std::string msg = t.status().message();
-  int line = 1;
-  static const std::regex kLine(R"(^line (\d+): (.*)$)");
-  std::smatch m;
-  if (std::regex_match(msg, m, kLine)) {
-    line = std::stoi(m[1].str());
-    msg = m[2].str();
-  }
-  Loc loc = n.IsDefined() ? TemplateLoc(d, n, yaml, line) : d->LocOf(n);
-  d->Error(loc, field + ": invalid Jinja template: " + msg);
+  auto parsed = tmpl::Template::ParseLocated(source);
+  if (auto* t = std::get_if<tmpl::Template>(&parsed)) return std::move(*t);
+  const tmpl::TemplateError& e = std::get<tmpl::TemplateError>(parsed);
+  Loc loc = n.IsDefined() ? TemplateLoc(d, n, yaml, e.line) : d->LocOf(n);
+  d->Error(loc, field + ": invalid Jinja template: " + e.message);
   return std::nullopt;
 }
 

@@ -125,6 +125,23 @@ TEST(ConfigTest, TemplateErrorsInBlockScalarsPointAtTheTemplateLine) {
   EXPECT_NE(c.status().message().find("cfg.yaml:15:7:"), std::string::npos) << c.status().message();
 }
 
+// The template's own line (TemplateError::line) is placed in the YAML file; the "line N" of the template's
+// message is not repeated.
+TEST(ConfigTest, APromptTemplateErrorPointsAtItsYamlLine) {
+  std::string y = kMinimal;
+  y.replace(y.find("  outputs: []\n"), 14,
+            "  outputs:\n    - name: answer\n      type: llm\n      prompt: |\n        Question:\n\n"
+            "        {{ text | nosuch }}\n");
+  auto c = Load(y);
+  ASSERT_FALSE(c.ok());
+  const std::string m = c.status().message();
+  EXPECT_NE(m.find("cfg.yaml:17:9: processing_params.outputs[0].prompt: invalid Jinja template: no filter named "
+                   "'nosuch'\n"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(m.find("line 3"), std::string::npos) << m;
+}
+
 TEST(ConfigTest, UnknownKeysAreLocatedWarningsWithSuggestions) {
   std::string y = std::string(kMinimal) + "execution_params:\n  retyr: true\n";
   auto c = Load(y);
