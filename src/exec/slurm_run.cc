@@ -162,13 +162,13 @@ ShardOutcome Judge(const Ctx& c, const ShardDetail& d, const std::string& task_s
   std::string slurm = task_state.empty() ? "" : " (SLURM: " + task_state + ")";
   std::string log = JoinPath(c.paths.report_dir, "R-" + c.o.config->execution.job_name + "." + job_id + "_" +
                                                      std::to_string(d.shard_id) + ".err");
-  if (d.attempts <= attempts_before && d.status != "success") {
+  if (d.attempts <= attempts_before && d.status != ShardStatus::kSuccess) {
     out.reason = "the task never started the shard" + slurm + "; see " + log;
-  } else if (d.status == "running") {
+  } else if (d.status == ShardStatus::kRunning) {
     out.reason = "the task ended while the shard was running" + slurm +
                  (d.stale_reason.empty() ? "" : "; " + d.stale_reason) + "; see " + log;
   } else {
-    out.reason = d.error.value_or("status " + d.status) + slurm;
+    out.reason = d.error.value_or(std::string("status ") + ShardStatusName(d.status)) + slurm;
   }
   out.exhausted = spent >= c.o.config->execution.max_retries + 1;
   return out;

@@ -200,7 +200,7 @@ void CrashConsistencyTest::CrashAtEverySyncPoint(bool redo, bool no_exchange) {
             << where;
       }
       ShardRecord rec = ShardState(Env::Default(), d_.Path("state"), shard).Read();
-      if (rec.status == "success") {
+      if (rec.status == ShardStatus::kSuccess) {
         EXPECT_TRUE(pipeline::ReadCompletedShard(Env::Default(), d_.Path("out"), shard).has_value()) << where;
       }
     }
@@ -214,7 +214,7 @@ void CrashConsistencyTest::CrashAtEverySyncPoint(bool redo, bool no_exchange) {
     EXPECT_EQ(Diff(ref_out, Snapshot(d_.Path("out"))), "") << where;
     EXPECT_EQ(Diff(ref_merged, Snapshot(d_.Path("merged"))), "") << where;
     for (int shard = 0; shard < 2; ++shard) {
-      EXPECT_EQ(ShardState(Env::Default(), d_.Path("state"), shard).Read().status, "success") << where;
+      EXPECT_EQ(ShardState(Env::Default(), d_.Path("state"), shard).Read().status, ShardStatus::kSuccess) << where;
     }
   }
   EXPECT_GE(crashes, total_ - 3);
