@@ -72,7 +72,7 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
     report.export_path = ctx->export_path;
     return report;
   }
-  config::EnvLookup lookup = ctx->options.env_lookup ? ctx->options.env_lookup : config::ProcessEnvLookup();
+  config::VarLookup lookup = ctx->options.vars ? ctx->options.vars : config::ProcessVarLookup();
   MMIRAGE_ASSIGN_OR_RETURN(ctx->provider, batch::BatchProvider::Create(ctx->batch_api(), lookup, ctx->env,
                                                                      ctx->options.retry_base_seconds));
   MMIRAGE_ASSIGN_OR_RETURN(ctx->journal, BatchJournal::Open(ctx->env, JoinPath(ctx->state.dir(), "batch")));

@@ -58,7 +58,7 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
   // URL in MMIRAGE_SGLANG_BASE_URL).
   std::unique_ptr<engine::ManagedServer> image_server;
   if (!queue.empty()) {
-    auto s = process::image_gen::StartSharedImageServer(config, config.loading.state_dir, config::ProcessEnvLookup());
+    auto s = process::image_gen::StartSharedImageServer(config, config.loading.state_dir, config::ProcessVarLookup());
     if (!s.ok()) {
       LOG_ERROR(s.status().message());
       return 1;

@@ -38,14 +38,14 @@ Result<Ctx> MakeCtx(const SlurmOptions& in) {
   c.o = in;
   if (c.o.env == nullptr) c.o.env = Env::Default();
   if (!c.o.runner) c.o.runner = DefaultCommandRunner();
-  if (!c.o.env_lookup) c.o.env_lookup = config::ProcessEnvLookup();
+  if (!c.o.vars) c.o.vars = config::ProcessVarLookup();
   if (c.o.cwd.empty()) c.o.cwd = c.o.env->AbsolutePath(".");
   if (c.o.self_exe.empty()) {
     MMIRAGE_ASSIGN_OR_RETURN(c.o.self_exe, SelfExecutablePath());
   }
   const config::Config& cfg = *c.o.config;
   if (cfg.execution.mode != "slurm") return Status::InvalidArgument("execution_params.mode is not slurm");
-  MMIRAGE_ASSIGN_OR_RETURN(c.paths, ResolveSlurmPaths(c.o.env, cfg, c.o.cwd, c.o.self_exe, c.o.env_lookup));
+  MMIRAGE_ASSIGN_OR_RETURN(c.paths, ResolveSlurmPaths(c.o.env, cfg, c.o.cwd, c.o.self_exe, c.o.vars));
   c.num_shards = cfg.loading.num_shards;
   c.classify = ClassifyOptionsFromConfig(c.o.env, cfg);
   // The tasks run in project_root: a relative state_dir is read from there too.

@@ -99,7 +99,7 @@ class CrashConsistencyTest : public ::testing::Test {
                                      "  output_schema: {id: '{{ id }}', y: '{{ x.y + 1 }}'}\n") +
                        "execution_params: {commit_every_rows: 4, max_failed_rows: 5, cache: off}\n";
     config::LoadOptions o;
-    o.env = [](const std::string&) { return std::optional<std::string>(); };
+    o.vars = [](const std::string&) { return std::optional<std::string>(); };
     auto c = config::LoadConfigFromString(yaml, d_.Path("cfg.yaml"), o);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     config_ = std::move(*c);
