@@ -9,7 +9,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string yaml(reinterpret_cast<const char*>(data), size);
   mmirage::config::LoadOptions opts;
-  opts.env = [](const std::string& name) -> std::optional<std::string> {
+  opts.vars = [](const std::string& name) -> std::optional<std::string> {
     if (name == "HOME") return mmirage::fuzz::ScratchDir();
     if (name == "X") return std::string("value");
     return std::nullopt;

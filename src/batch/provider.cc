@@ -65,9 +65,9 @@ std::string ApiKeyVariable(const std::string& provider) {
   return v + "_API_KEY";
 }
 
-Status CheckApiKey(const std::string& provider, const config::EnvLookup& env) {
+Status CheckApiKey(const std::string& provider, const config::VarLookup& vars) {
   std::string var = ApiKeyVariable(provider);
-  auto v = env ? env(var) : std::nullopt;
+  auto v = vars ? vars(var) : std::nullopt;
   bool blank = !v || v->find_first_not_of(" \t\r\n") == std::string::npos;
   if (blank) {
     return Status::InvalidArgument("Missing environment variable(s) for provider '" + provider + "': ['" + var +
@@ -226,12 +226,12 @@ std::string BatchBaseUrl(const config::BatchApiProcessor& config) {
 }
 
 Result<std::unique_ptr<BatchProvider>> BatchProvider::Create(const config::BatchApiProcessor& config,
-                                                             const config::EnvLookup& env, Env* fs,
+                                                             const config::VarLookup& vars, Env* fs,
                                                              double retry_base_seconds) {
-  MMIRAGE_TRY(CheckApiKey(config.provider, env));
+  MMIRAGE_TRY(CheckApiKey(config.provider, vars));
   auto rep = std::make_unique<Rep>();
   rep->config = config;
-  std::string key = *env(ApiKeyVariable(config.provider));
+  std::string key = *vars(ApiKeyVariable(config.provider));
   size_t b = key.find_first_not_of(" \t\r\n"), e = key.find_last_not_of(" \t\r\n");
   rep->key = key.substr(b, e - b + 1);
   rep->base = BatchBaseUrl(config);

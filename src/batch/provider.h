@@ -53,13 +53,13 @@ std::string BatchBaseUrl(const config::BatchApiProcessor& config);
 // The environment variable holding the provider's key: OPENAI_API_KEY, ANTHROPIC_API_KEY.
 std::string ApiKeyVariable(const std::string& provider);
 // Errors: kInvalidArgument "Missing environment variable(s) for provider '<p>': ['<VAR>']" (MMIRAGE's text).
-Status CheckApiKey(const std::string& provider, const config::EnvLookup& env);
+Status CheckApiKey(const std::string& provider, const config::VarLookup& vars);
 
 class BatchProvider {
  public:
   // Reads the key (CheckApiKey's error when missing). `retry_base_seconds`: first backoff (doubling, max 60 s).
   static Result<std::unique_ptr<BatchProvider>> Create(const config::BatchApiProcessor& config,
-                                                       const config::EnvLookup& env, Env* fs,
+                                                       const config::VarLookup& vars, Env* fs,
                                                        double retry_base_seconds = 1.0);
   ~BatchProvider();
 

@@ -90,7 +90,7 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
     report.export_path = ctx->export_path;
     return report;
   }
-  config::EnvLookup lookup = ctx->options.env_lookup ? ctx->options.env_lookup : config::ProcessEnvLookup();
+  config::VarLookup lookup = ctx->options.vars ? ctx->options.vars : config::ProcessVarLookup();
   MMIRAGE_ASSIGN_OR_RETURN(ctx->provider, batch::BatchProvider::Create(ctx->batch_api(), lookup, ctx->env,
                                                                      ctx->options.retry_base_seconds));
   MMIRAGE_ASSIGN_OR_RETURN(ctx->journal, BatchJournal::Open(ctx->env, JoinPath(ctx->state.dir(), "batch")));
@@ -99,7 +99,7 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
   // silently thrown away), saying what changed and how to go on.
   if (!fresh && !SameIdentity(*ctx->journal, *ctx)) {
     const std::string what = DescribeChange(*ctx->journal, *ctx);
-    if (ctx->state.Read().status == "success") {
+    if (ctx->state.Read().status == ShardStatus::kSuccess) {
       return Status::InvalidArgument(
           "shard " + std::to_string(ctx->shard_id()) + " was published from another version of the config or its "
           "input data (" + what + "; journal " + ctx->journal->dir() + "/journal.jsonl); run the edited config with "
@@ -117,7 +117,7 @@ Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
     return s;
   };
   bool wait = ctx->options.wait.value_or(ctx->batch_api().wait);
-  if (!fresh && !ctx->options.resubmit_failed && ctx->state.Read().status == "success" &&
+  if (!fresh && !ctx->options.resubmit_failed && ctx->state.Read().status == ShardStatus::kSuccess &&
       ctx->journal->sealed(ctx->num_stages() - 1)) {
     LOG_INFO("shard " << ctx->shard_id() << ": already complete; kept");
     report.outcome = BatchOutcome::kComplete;

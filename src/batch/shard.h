@@ -22,7 +22,7 @@ struct BatchShardOptions {
   Env* env = nullptr;
   const config::Config* config = nullptr;
   int64_t shard_id = 0;
-  config::EnvLookup env_lookup;           // the API key; default: the process environment
+  config::VarLookup vars;                 // the API key; default: the process environment
   std::string export_prompts;             // non-empty: dry run into this file stem or directory
   bool resubmit_failed = false;           // submit the requests that failed at the provider again
   bool collect_only = false;              // `collect`: never submit stage 0 (a shard not submitted is an error)

@@ -49,7 +49,7 @@ int CheckBatches(Env* env, const config::Config& config, bool json) {
     return c.failed.empty() && c.exhausted.empty() ? kExitOk : kExitFailure;
   }
   const config::Processor* p = config.FindProcessor("batch_api");
-  auto provider = batch::BatchProvider::Create(p->batch_api, config::ProcessEnvLookup(), env);
+  auto provider = batch::BatchProvider::Create(p->batch_api, config::ProcessVarLookup(), env);
   if (!provider.ok()) {
     ReportError(provider.status());
     return kExitFailure;

@@ -24,11 +24,11 @@ int MergeAllDatasets(Env* env, const config::Config& config, const MergeTarget& 
   std::string bad_desc;
   for (int64_t i = 0; i < config.loading.num_shards; ++i) {
     ShardRecord r = ShardState(env, config.loading.state_dir, i).Read();
-    if (r.status == "success") {
+    if (r.status == ShardStatus::kSuccess) {
       ids.push_back(i);
     } else {
       bad.push_back(i);
-      bad_desc += (bad_desc.empty() ? "" : ", ") + std::to_string(i) + " (" + r.status + ")";
+      bad_desc += (bad_desc.empty() ? "" : ", ") + std::to_string(i) + " (" + ShardStatusName(r.status) + ")";
     }
   }
   if (!bad.empty()) {

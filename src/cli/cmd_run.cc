@@ -51,7 +51,7 @@ int Run(const RunOptions& o) {
   }
   if (batch && o.export_prompts.empty()) {  // the key, before any row is read or any worker starts
     const config::Processor* p = config->FindProcessor("batch_api");
-    Status key = p ? batch::CheckApiKey(p->batch_api.provider, config::ProcessEnvLookup()) : Status::OK();
+    Status key = p ? batch::CheckApiKey(p->batch_api.provider, config::ProcessVarLookup()) : Status::OK();
     if (!key.ok()) {
       LOG_ERROR(key.message());
       return kExitFailure;

@@ -90,7 +90,7 @@ int Stats(const StatsOptions& o) {
     Value entry = r.ToValue();
     // Derived values are recomputed from the stored base values.
     entry.Set("stats", in.stats ? in.stats->ToValue() : Value());
-    if (r.status == "missing" || r.status == "unknown") entry.Set("datasets", Value());
+    if (r.status == ShardStatus::kMissing || r.status == ShardStatus::kUnknown) entry.Set("datasets", Value());
     per_shard.Push(std::move(entry));
     if (want_report) {
       ShardReport sr;

@@ -283,12 +283,12 @@ struct Config {
 };
 
 // Looks an environment variable up; nullopt when unset. Injected for tests.
-using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
-EnvLookup ProcessEnvLookup();
+using VarLookup = std::function<std::optional<std::string>(const std::string&)>;
+VarLookup ProcessVarLookup();
 
 struct LoadOptions {
   Env* fs = nullptr;                    // file access; default Env::Default()
-  EnvLookup env;                        // default: the process environment
+  VarLookup vars;                       // default: the process environment
   std::optional<int64_t> shard_id_override;  // --shard-id: replaces loading_params.shard_id
 };
 
@@ -300,8 +300,8 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
                                     const LoadOptions& options = {});
 
 // Python os.path.expandvars semantics: $NAME and ${...}; undefined references stay verbatim.
-std::string ExpandEnvVars(const std::string& s, const EnvLookup& env);
+std::string ExpandEnvVars(const std::string& s, const VarLookup& vars);
 // "~" and "~/..." → $HOME/...
-std::string ExpandUser(const std::string& s, const EnvLookup& env);
+std::string ExpandUser(const std::string& s, const VarLookup& vars);
 
 }  // namespace mmirage::config

@@ -1,5 +1,5 @@
 // ${ENV} expansion with Python os.path.expandvars semantics, and "~" expansion.
-// ProcessEnvLookup (here) reads the process environment; the config readers take an EnvLookup, so tests can
+// ProcessVarLookup (here) reads the process environment; the config readers take a VarLookup, so tests can
 // pass their own.
 #include <cstdlib>
 
@@ -12,7 +12,7 @@ bool IsVarChar(char c) {
 }
 }  // namespace
 
-EnvLookup ProcessEnvLookup() {
+VarLookup ProcessVarLookup() {
   return [](const std::string& name) -> std::optional<std::string> {
     const char* v = std::getenv(name.c_str());
     if (v == nullptr) return std::nullopt;
@@ -20,7 +20,7 @@ EnvLookup ProcessEnvLookup() {
   };
 }
 
-std::string ExpandEnvVars(const std::string& s, const EnvLookup& env) {
+std::string ExpandEnvVars(const std::string& s, const VarLookup& vars) {
   if (s.find('$') == std::string::npos) return s;
   std::string out;
   size_t i = 0;
@@ -51,7 +51,7 @@ std::string ExpandEnvVars(const std::string& s, const EnvLookup& env) {
       i = start + 1;
       continue;
     }
-    auto v = env(name);
+    auto v = vars(name);
     if (v) out += *v;
     else out.append(s, start, end - start);
     i = end;
@@ -59,9 +59,9 @@ std::string ExpandEnvVars(const std::string& s, const EnvLookup& env) {
   return out;
 }
 
-std::string ExpandUser(const std::string& s, const EnvLookup& env) {
+std::string ExpandUser(const std::string& s, const VarLookup& vars) {
   if (s.empty() || s[0] != '~' || (s.size() > 1 && s[1] != '/')) return s;
-  auto home = env("HOME");
+  auto home = vars("HOME");
   if (!home) return s;
   return *home + s.substr(1);
 }

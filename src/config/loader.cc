@@ -35,7 +35,7 @@ void ReadEndpoint(MapReader& r, LlmProcessor* p) {
     d->Error(en, r.section() + ".endpoint: expected a map, got " + Describe(en));
     return;
   }
-  MapReader e(d, &r.env(), en, r.section() + ".endpoint");
+  MapReader e(d, &r.vars(), en, r.section() + ".endpoint");
   EndpointConfig c;
   if (!e.Has("base_url")) d->Error(en, r.section() + ".endpoint: missing required key 'base_url'");
   if (e.String("base_url", &c.base_url) && c.base_url.rfind("http://", 0) != 0 && c.base_url.rfind("https://", 0) != 0)
@@ -60,7 +60,7 @@ void ReadEndpoint(MapReader& r, LlmProcessor* p) {
   p->endpoint = c;
 }
 
-void ReadLlm(MapReader& r, const EnvLookup& env, LlmProcessor* p) {
+void ReadLlm(MapReader& r, const VarLookup& vars, LlmProcessor* p) {
   r.Literal("backend", {"llama", "openai", "sglang", "vllm", "llama-server"}, &p->backend);
   ReadEndpoint(r, p);
   if (p->backend == "openai" && !p->endpoint)
@@ -68,7 +68,7 @@ void ReadLlm(MapReader& r, const EnvLookup& env, LlmProcessor* p) {
   YAML::Node sc = r.Get("server_command");
   if (sc.IsDefined() && !sc.IsNull()) {
     if (sc.IsScalar()) {
-      p->server_command = {ExpandEnvVars(sc.Scalar(), env)};
+      p->server_command = {ExpandEnvVars(sc.Scalar(), vars)};
     } else {
       r.StringList("server_command", &p->server_command);  // re-reads the list with type checks
     }
@@ -83,7 +83,7 @@ void ReadLlm(MapReader& r, const EnvLookup& env, LlmProcessor* p) {
     if (!sa.IsMap()) {
       r.diag()->Error(sa, r.section() + ".server_args: expected a map, got " + Describe(sa));
     } else {
-      MapReader s(r.diag(), &r.env(), sa, r.section() + ".server_args");
+      MapReader s(r.diag(), &r.vars(), sa, r.section() + ".server_args");
       s.String("model_path", &p->model_path);
       int64_t tp = 1;
       tp_set = s.Has("tp_size");
@@ -96,7 +96,7 @@ void ReadLlm(MapReader& r, const EnvLookup& env, LlmProcessor* p) {
     }
   }
   if (!tp_set) {  // absent: SLURM_GPUS_ON_NODE, else 1
-    auto g = env("SLURM_GPUS_ON_NODE");
+    auto g = vars("SLURM_GPUS_ON_NODE");
     p->tp_size = 1;
     if (g && !Trim(*g).empty()) {
       std::optional<int64_t> v = ParseInt64(Trim(*g));
@@ -206,7 +206,7 @@ void ReadImageGen(MapReader& r, ImageGenProcessor* p) {
   r.Literal("backend", {"external", "sglang"}, &p->backend);
   YAML::Node ext = r.Get("external");
   if (ext.IsDefined() && !ext.IsNull()) {
-    MapReader e(d, &r.env(), ext, r.section() + ".external");
+    MapReader e(d, &r.vars(), ext, r.section() + ".external");
     ImageGenEndpoint x;
     if (!e.Has("base_url")) d->Error(ext, r.section() + ".external: missing required key 'base_url'");
     if (e.String("base_url", &x.base_url) && Trim(x.base_url).empty())
@@ -223,7 +223,7 @@ void ReadImageGen(MapReader& r, ImageGenProcessor* p) {
   }
   YAML::Node sg = r.Get("sglang");
   if (sg.IsDefined() && !sg.IsNull()) {
-    MapReader s(d, &r.env(), sg, r.section() + ".sglang");
+    MapReader s(d, &r.vars(), sg, r.section() + ".sglang");
     ImageGenSglang x;
     if (s.String("model_path", &x.model_path) || true) {
       if (Trim(x.model_path).empty()) d->Error(s.LocOf("model_path"), "sglang.model_path must be non-empty");
@@ -297,7 +297,7 @@ void ReadCustom(MapReader& r, CustomProcessor* p) {
   r.Literal("start_method", {"spawn", "fork", "forkserver"}, &p->start_method);
 }
 
-void ReadProcessors(Diag* d, const EnvLookup& env, const YAML::Node& list, Config* c) {
+void ReadProcessors(Diag* d, const VarLookup& vars, const YAML::Node& list, Config* c) {
   if (!list.IsSequence()) {
     d->Error(list, "processors: expected a list of processor maps, got " + Describe(list));
     return;
@@ -309,7 +309,7 @@ void ReadProcessors(Diag* d, const EnvLookup& env, const YAML::Node& list, Confi
       d->Error(node, sec + ": expected a map, got " + Describe(node));
       continue;
     }
-    MapReader r(d, &env, node, sec);
+    MapReader r(d, &vars, node, sec);
     Processor p;
     p.loc = d->LocOf(node);
     if (!r.Has("type")) {
@@ -329,7 +329,7 @@ void ReadProcessors(Diag* d, const EnvLookup& env, const YAML::Node& list, Confi
                               std::pair{"price_per_million_output_tokens", &p.price_per_million_output_tokens}}) {
       if (r.OptDouble(key, field) && *field && **field < 0) d->Error(r.LocOf(key), sec + "." + key + " must be >= 0");
     }
-    if (type == "llm") ReadLlm(r, env, &p.llm);
+    if (type == "llm") ReadLlm(r, vars, &p.llm);
     else if (type == "batch_api") ReadBatchApi(r, &p.batch_api);
     else if (type == "image_gen") ReadImageGen(r, &p.image_gen);
     else ReadCustom(r, &p.custom);
@@ -380,7 +380,7 @@ void ReadIntOrString(MapReader& r, const char* key, std::optional<int64_t> fallb
     r.diag()->Error(n, r.section() + "." + key + ": expected an int or a string, got " + Describe(n));
     return;
   }
-  std::string raw = ExpandEnvVars(v.as_string(), r.env());
+  std::string raw = ExpandEnvVars(v.as_string(), r.vars());
   if (std::optional<int64_t> parsed = ParseInt64(Trim(raw))) {
     *out = *parsed;
   } else if (IsUnresolvedRef(raw) && fallback) {
@@ -391,12 +391,12 @@ void ReadIntOrString(MapReader& r, const char* key, std::optional<int64_t> fallb
   }
 }
 
-void ReadLoading(Diag* d, const EnvLookup& env, const YAML::Node& node, LoadingParams* lp) {
+void ReadLoading(Diag* d, const VarLookup& vars, const YAML::Node& node, LoadingParams* lp) {
   if (!node.IsMap()) {
     d->Error(node, "loading_params: expected a map, got " + Describe(node));
     return;
   }
-  MapReader r(d, &env, node, "loading_params");
+  MapReader r(d, &vars, node, "loading_params");
   YAML::Node ds = r.Get("datasets");
   if (ds.IsDefined() && !ds.IsSequence()) d->Error(ds, "loading_params.datasets: expected a list, got " + Describe(ds));
   if (ds.IsSequence()) {
@@ -407,7 +407,7 @@ void ReadLoading(Diag* d, const EnvLookup& env, const YAML::Node& node, LoadingP
         d->Error(dn, sec + ": expected a map, got " + Describe(dn));
         continue;
       }
-      MapReader dr(d, &env, dn, sec);
+      MapReader dr(d, &vars, dn, sec);
       DatasetConfig dc;
       dc.loc = d->LocOf(dn);
       if (!dr.Has("type")) d->Error(dn, sec + ": missing required key 'type'");
@@ -434,7 +434,7 @@ void ReadLoading(Diag* d, const EnvLookup& env, const YAML::Node& node, LoadingP
           }
           if (std::string why = UnsafePathComponent(kv.first.Scalar()); !why.empty())  // path safety
             d->Error(kv.first, "split name '" + kv.first.Scalar() + "' " + why + " (split names become folders of output_dir)");
-          dc.splits.emplace_back(kv.first.Scalar(), ExpandEnvVars(v.as_string(), env));
+          dc.splits.emplace_back(kv.first.Scalar(), ExpandEnvVars(v.as_string(), vars));
         }
         if (dc.splits.empty()) d->Error(p, sec + ".path: the split map is empty");
         if (dc.type == "loadable")
@@ -459,7 +459,7 @@ void ReadLoading(Diag* d, const EnvLookup& env, const YAML::Node& node, LoadingP
   }
   state_dir = Trim(state_dir);
   if (state_dir.empty()) state_dir = "~/.cache/MMIRAGE/state_dir";
-  lp->state_dir = ExpandUser(state_dir, env);
+  lp->state_dir = ExpandUser(state_dir, vars);
   std::string legacy;
   if (r.String("output_dir", &legacy) && !legacy.empty())
     d->Warn(r.LocOf("output_dir"), "loading_params.output_dir is legacy and unused; set datasets[*].output_dir");
@@ -473,13 +473,13 @@ void ReadLoading(Diag* d, const EnvLookup& env, const YAML::Node& node, LoadingP
 }
 
 // ---- execution_params --------------------------------------------------------------------------------------------
-void ReadExecution(Diag* d, const EnvLookup& env, const YAML::Node& node, ExecutionParams* e) {
+void ReadExecution(Diag* d, const VarLookup& vars, const YAML::Node& node, ExecutionParams* e) {
   if (!node.IsDefined() || node.IsNull()) return;
   if (!node.IsMap()) {
     d->Error(node, "execution_params: expected a map, got " + Describe(node));
     return;
   }
-  MapReader r(d, &env, node, "execution_params");
+  MapReader r(d, &vars, node, "execution_params");
   if (r.String("mode", &e->mode) && e->mode != "local" && e->mode != "slurm")
     d->Error(r.LocOf("mode"), "Invalid execution mode: '" + e->mode + "'. Must be 'local' or 'slurm'.");
   r.Bool("retry", &e->retry);
@@ -532,7 +532,7 @@ void ReadExecution(Diag* d, const EnvLookup& env, const YAML::Node& node, Execut
   }
   std::optional<std::string> cache_dir;
   if (r.OptString("cache_dir", &cache_dir) && cache_dir && !Trim(*cache_dir).empty())
-    e->cache_dir = ExpandUser(Trim(*cache_dir), env);
+    e->cache_dir = ExpandUser(Trim(*cache_dir), vars);
   if (r.Double("cache_max_gb", &e->cache_max_gb) && !(e->cache_max_gb > 0))
     d->Error(r.LocOf("cache_max_gb"), "cache_max_gb must be > 0");
   if (e->mode == "slurm" && (!e->account || Trim(*e->account).empty()))
@@ -550,10 +550,10 @@ const Processor* Config::FindProcessor(const std::string& type) const {
 }
 
 Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& name, const LoadOptions& options) {
-  EnvLookup base_env = options.env ? options.env : ProcessEnvLookup();
+  VarLookup base_vars = options.vars ? options.vars : ProcessVarLookup();
   auto looked_up = std::make_shared<std::map<std::string, std::optional<std::string>>>();
-  EnvLookup env = [base_env, looked_up](const std::string& var) {
-    auto value = base_env(var);
+  VarLookup vars = [base_vars, looked_up](const std::string& var) {
+    auto value = base_vars(var);
     (*looked_up)[var] = value;  // recorded for the resume identity (Config::expanded_vars)
     return value;
   };
@@ -573,13 +573,13 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   // yaml-cpp throws on some node misuse (found by fuzz/fuzz_config): whatever slips through is a config error.
   try {
   if (std::string shape = CheckYamlShape(diag, root); !shape.empty()) return Status::InvalidArgument(shape);
-  MapReader top(&diag, &env, root, "");
+  MapReader top(&diag, &vars, root, "");
   for (const char* req : {"processors", "loading_params", "processing_params"}) {
     if (!top.Has(req)) diag.Error(Loc{name, 1, 1}, std::string("missing required section '") + req + "'");
   }
-  if (top.Has("processors")) ReadProcessors(&diag, env, top.Get("processors"), &c);
-  if (top.Has("loading_params")) ReadLoading(&diag, env, top.Get("loading_params"), &c.loading);
-  ReadExecution(&diag, env, top.Get("execution_params"), &c.execution);
+  if (top.Has("processors")) ReadProcessors(&diag, vars, top.Get("processors"), &c);
+  if (top.Has("loading_params")) ReadLoading(&diag, vars, top.Get("loading_params"), &c.loading);
+  ReadExecution(&diag, vars, top.Get("execution_params"), &c.execution);
   if (c.execution.cache_dir.empty()) {  // beside the state directory: the configs of one pipeline share it
     std::string sd = c.loading.state_dir;
     while (sd.size() > 1 && sd.back() == '/') sd.pop_back();
@@ -588,7 +588,7 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
     c.execution.cache_dir = parent + (parent == "/" ? "" : "/") + "generation_cache";
   }
   if (options.shard_id_override) c.loading.shard_id = *options.shard_id_override;
-  if (top.Has("processing_params")) ReadProcessing(&diag, env, yaml, top.Get("processing_params"), &c);
+  if (top.Has("processing_params")) ReadProcessing(&diag, vars, yaml, top.Get("processing_params"), &c);
   top.Get("processors");
   top.Get("loading_params");
   top.Get("processing_params");

@@ -48,18 +48,11 @@ Loc TemplateLoc(Diag* d, const YAML::Node& n, const std::string& yaml, int tmpl_
 // Parses a template held by scalar node n; reports a located error and returns nullopt on failure.
 std::optional<tmpl::Template> ParseTemplate(Diag* d, const YAML::Node& n, const std::string& yaml,
                                             const std::string& field, const std::string& source) {
-  auto t = tmpl::Template::Parse(source);
-  if (t.ok()) return std::move(*t);
-  std::string msg = t.status().message();
-  int line = 1;
-  static const std::regex kLine(R"(^line (\d+): (.*)$)");
-  std::smatch m;
-  if (std::regex_match(msg, m, kLine)) {
-    line = static_cast<int>(std::min<int64_t>(ParseNonNegativeInt64(m[1].str()).value_or(1), INT32_MAX));
-    msg = m[2].str();
-  }
-  Loc loc = n.IsDefined() ? TemplateLoc(d, n, yaml, line) : d->LocOf(n);
-  d->Error(loc, field + ": invalid Jinja template: " + msg);
+  auto parsed = tmpl::Template::ParseLocated(source);
+  if (auto* t = std::get_if<tmpl::Template>(&parsed)) return std::move(*t);
+  const tmpl::TemplateError& e = std::get<tmpl::TemplateError>(parsed);
+  Loc loc = n.IsDefined() ? TemplateLoc(d, n, yaml, e.line) : d->LocOf(n);
+  d->Error(loc, field + ": invalid Jinja template: " + e.message);
   return std::nullopt;
 }
 
@@ -85,13 +78,13 @@ std::string PyRepr(const YAML::Node& n) {
 // One bound (min/max) of a nested field spec: a number, or a string that reads as one, matching the field's type.
 // Returns false after reporting an error.
 bool ReadBound(Diag* d, const YAML::Node& b, const std::string& which, FieldType type, const std::string& prefix,
-               const EnvLookup& env, std::optional<double>* out) {
+               const VarLookup& vars, std::optional<double>* out) {
   if (!b.IsDefined() || b.IsNull()) return true;
   Value v = b.IsScalar() ? ResolveScalar(b) : Value("?");
   double x = 0;
   bool fractional = false;
   if (v.is_string()) {
-    std::string s = Trim(ExpandEnvVars(v.as_string(), env));
+    std::string s = Trim(ExpandEnvVars(v.as_string(), vars));
     static const std::regex kNum(R"(^-?\d+(\.\d+)?$)");
     if (!b.IsScalar() || !std::regex_match(s, kNum)) {
       d->Error(b, prefix + "'" + which + "' must be a number, got " + PyRepr(b) + ".");
@@ -117,7 +110,7 @@ bool ReadBound(Diag* d, const YAML::Node& b, const std::string& which, FieldType
   return true;
 }
 
-void ReadSchema(Diag* d, const EnvLookup& env, const YAML::Node& n, OutputVar* o) {
+void ReadSchema(Diag* d, const VarLookup& vars, const YAML::Node& n, OutputVar* o) {
   const std::vector<std::string> kTypeNames = {"bool", "boolean", "float", "int", "integer", "number", "str",
                                                "string"};
   std::string type_list;
@@ -184,8 +177,8 @@ void ReadSchema(Diag* d, const EnvLookup& env, const YAML::Node& n, OutputVar* o
           d->Error(spec, prefix + "'min'/'max' are only allowed for numeric types, got type '" + t + "'.");
           continue;
         }
-        if (has_min && !ReadBound(d, mn, "min", f.type, prefix, env, &f.min)) continue;
-        if (has_max && !ReadBound(d, mx, "max", f.type, prefix, env, &f.max)) continue;
+        if (has_min && !ReadBound(d, mn, "min", f.type, prefix, vars, &f.min)) continue;
+        if (has_max && !ReadBound(d, mx, "max", f.type, prefix, vars, &f.max)) continue;
         if (f.min && f.max && *f.min > *f.max) {
           auto num = [&](double x) {
             return f.type == FieldType::kInt ? std::to_string(static_cast<int64_t>(x)) : FormatDouble(x);
@@ -202,7 +195,7 @@ void ReadSchema(Diag* d, const EnvLookup& env, const YAML::Node& n, OutputVar* o
   }
 }
 
-void ReadInputs(Diag* d, const EnvLookup& env, const YAML::Node& list, ProcessingParams* pp) {
+void ReadInputs(Diag* d, const VarLookup& vars, const YAML::Node& list, ProcessingParams* pp) {
   if (!list.IsSequence()) {
     d->Error(list, "processing_params.inputs: expected a list, got " + Describe(list));
     return;
@@ -214,7 +207,7 @@ void ReadInputs(Diag* d, const EnvLookup& env, const YAML::Node& list, Processin
       d->Error(node, sec + ": expected a map, got " + Describe(node));
       continue;
     }
-    MapReader r(d, &env, node, sec);
+    MapReader r(d, &vars, node, sec);
     InputVar in;
     in.loc = d->LocOf(node);
     r.String("name", &in.name);
@@ -246,7 +239,7 @@ void ReadInputs(Diag* d, const EnvLookup& env, const YAML::Node& list, Processin
   }
 }
 
-void ReadOutputs(Diag* d, const EnvLookup& env, const std::string& yaml, const YAML::Node& list,
+void ReadOutputs(Diag* d, const VarLookup& vars, const std::string& yaml, const YAML::Node& list,
                  ProcessingParams* pp) {
   if (!list.IsSequence()) {
     d->Error(list, "processing_params.outputs: expected a list, got " + Describe(list));
@@ -259,7 +252,7 @@ void ReadOutputs(Diag* d, const EnvLookup& env, const std::string& yaml, const Y
       d->Error(node, sec + ": expected a map, got " + Describe(node));
       continue;
     }
-    MapReader r(d, &env, node, sec);
+    MapReader r(d, &vars, node, sec);
     OutputVar o;
     o.loc = d->LocOf(node);
     r.String("name", &o.name);
@@ -294,7 +287,7 @@ void ReadOutputs(Diag* d, const EnvLookup& env, const std::string& yaml, const Y
         if (o.type == "batch_api" && !sn.IsSequence()) {
           d->Error(sn, sec + ".output_schema: a batch_api output takes a list of field names, got " + Describe(sn));
         } else if (o.json || o.type == "batch_api") {
-          ReadSchema(d, env, sn, &o);
+          ReadSchema(d, vars, sn, &o);
         } else {
           d->Warn(sn, sec + ": output_schema is ignored because output_type is not 'JSON'");
         }
@@ -324,7 +317,7 @@ void ReadOutputs(Diag* d, const EnvLookup& env, const std::string& yaml, const Y
   }
 }
 
-OutputNode ReadOutputNode(Diag* d, const EnvLookup& env, const std::string& yaml, const YAML::Node& n,
+OutputNode ReadOutputNode(Diag* d, const VarLookup& vars, const std::string& yaml, const YAML::Node& n,
                           const std::string& path) {
   OutputNode out;
   out.loc = d->LocOf(n);
@@ -332,16 +325,16 @@ OutputNode ReadOutputNode(Diag* d, const EnvLookup& env, const std::string& yaml
     out.kind = OutputNode::Kind::kMap;
     for (const auto& kv : n) {
       std::string k = kv.first.Scalar();
-      out.members.emplace_back(k, ReadOutputNode(d, env, yaml, kv.second, path + "." + k));
+      out.members.emplace_back(k, ReadOutputNode(d, vars, yaml, kv.second, path + "." + k));
     }
   } else if (n.IsSequence()) {
     out.kind = OutputNode::Kind::kList;
     int i = 0;
-    for (const auto& e : n) out.items.push_back(ReadOutputNode(d, env, yaml, e, path + "[" + std::to_string(i++) + "]"));
+    for (const auto& e : n) out.items.push_back(ReadOutputNode(d, vars, yaml, e, path + "[" + std::to_string(i++) + "]"));
   } else {
     Value v = (n.IsDefined() && n.IsScalar()) ? ResolveScalar(n) : Value();
     if (v.is_string()) {
-      std::string src = ExpandEnvVars(v.as_string(), env);
+      std::string src = ExpandEnvVars(v.as_string(), vars);
       out.kind = OutputNode::Kind::kTemplate;
       out.tmpl = ParseTemplate(d, n, yaml, path, src);
       if (out.tmpl) out.plain_var = out.tmpl->PlainVariable();
@@ -363,22 +356,22 @@ OutputNode ReadOutputNode(Diag* d, const EnvLookup& env, const std::string& yaml
 
 }  // namespace
 
-void ReadProcessing(Diag* d, const EnvLookup& env, const std::string& yaml, const YAML::Node& node, Config* c) {
+void ReadProcessing(Diag* d, const VarLookup& vars, const std::string& yaml, const YAML::Node& node, Config* c) {
   if (!node.IsMap()) {
     d->Error(node, "processing_params: expected a map, got " + Describe(node));
     return;
   }
   ProcessingParams& pp = c->processing;
-  MapReader r(d, &env, node, "processing_params");
+  MapReader r(d, &vars, node, "processing_params");
   for (const char* req : {"inputs", "outputs", "output_schema"}) {
     if (!r.Has(req)) d->Error(node, std::string("processing_params: missing required key '") + req + "'");
   }
-  if (r.Has("inputs")) ReadInputs(d, env, r.Get("inputs"), &pp);
-  if (r.Has("outputs")) ReadOutputs(d, env, yaml, r.Get("outputs"), &pp);
+  if (r.Has("inputs")) ReadInputs(d, vars, r.Get("inputs"), &pp);
+  if (r.Has("outputs")) ReadOutputs(d, vars, yaml, r.Get("outputs"), &pp);
   YAML::Node os = r.Get("output_schema");
   if (os.IsDefined()) {
     if (!os.IsMap()) d->Error(os, "processing_params.output_schema: expected a map, got " + Describe(os));
-    else pp.output_schema = ReadOutputNode(d, env, yaml, os, "processing_params.output_schema");
+    else pp.output_schema = ReadOutputNode(d, vars, yaml, os, "processing_params.output_schema");
   }
   r.Bool("remove_columns", &pp.remove_columns);
   r.Bool("cast_images", &pp.cast_images);

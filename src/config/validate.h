@@ -10,7 +10,7 @@
 namespace mmirage::config {
 
 // `yaml` is the source text, used to place template errors on the right line of block scalars.
-void ReadProcessing(Diag* d, const EnvLookup& env, const std::string& yaml, const YAML::Node& node, Config* c);
+void ReadProcessing(Diag* d, const VarLookup& vars, const std::string& yaml, const YAML::Node& node, Config* c);
 
 // Checks that need several sections: processors for every output, computability of prompts, shard range,
 // non-empty datasets. Appends errors/warnings to *d.

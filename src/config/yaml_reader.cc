@@ -111,26 +111,26 @@ Value ResolveScalar(const YAML::Node& n) {
   return Value(s);
 }
 
-Value NodeToValue(const YAML::Node& n, const EnvLookup& env) {
+Value NodeToValue(const YAML::Node& n, const VarLookup& vars) {
   if (!n.IsDefined() || n.IsNull()) {
     if (n.IsDefined() && n.IsScalar()) return ResolveScalar(n);
     return Value();
   }
   if (n.IsScalar()) {
     Value v = ResolveScalar(n);
-    if (v.is_string()) return Value(ExpandEnvVars(v.as_string(), env));
+    if (v.is_string()) return Value(ExpandEnvVars(v.as_string(), vars));
     return v;
   }
   if (n.IsSequence()) {
     Value::Array arr;
-    for (const auto& e : n) arr.push_back(NodeToValue(e, env));
+    for (const auto& e : n) arr.push_back(NodeToValue(e, vars));
     return Value(std::move(arr));
   }
   Value obj = Value::EmptyObject();
   for (const auto& kv : n) {
     Value k = kv.first.IsScalar() ? ResolveScalar(kv.first) : Value("?");
     std::string key = k.is_string() ? k.as_string() : (k.is_null() ? "None" : kv.first.Scalar());
-    obj.Set(key, NodeToValue(kv.second, env));
+    obj.Set(key, NodeToValue(kv.second, vars));
   }
   return obj;
 }
@@ -181,8 +181,8 @@ std::string Describe(const YAML::Node& n) {
   }
 }
 
-MapReader::MapReader(Diag* diag, const EnvLookup* env, const YAML::Node& map, std::string section)
-    : diag_(diag), env_(env), map_(map), section_(std::move(section)) {}
+MapReader::MapReader(Diag* diag, const VarLookup* vars, const YAML::Node& map, std::string section)
+    : diag_(diag), vars_(vars), map_(map), section_(std::move(section)) {}
 
 bool MapReader::Has(const char* key) const { return map_.IsMap() && map_[key].IsDefined(); }
 
@@ -213,7 +213,7 @@ bool MapReader::String(const char* key, std::string* out) {
     diag_->Error(n, Field(key) + ": expected a string, got " + Describe(n));
     return false;
   }
-  *out = ExpandEnvVars(v.as_string(), *env_);
+  *out = ExpandEnvVars(v.as_string(), *vars_);
   return true;
 }
 
@@ -306,7 +306,7 @@ bool MapReader::OptDouble(const char* key, std::optional<double>* out) {
 bool MapReader::AnyValue(const char* key, Value* out) {
   YAML::Node n = Get(key);
   if (!n.IsDefined()) return false;
-  *out = NodeToValue(n, *env_);
+  *out = NodeToValue(n, *vars_);
   return true;
 }
 
@@ -322,7 +322,7 @@ bool MapReader::MapValue(const char* key, Value* out) {
     return false;
   }
   CheckFinite(diag_, n, Field(key));
-  *out = NodeToValue(n, *env_);
+  *out = NodeToValue(n, *vars_);
   return true;
 }
 
@@ -342,7 +342,7 @@ bool MapReader::StringList(const char* key, std::vector<std::string>* out) {
       ok = false;
       continue;
     }
-    items.push_back(ExpandEnvVars(v.as_string(), *env_));
+    items.push_back(ExpandEnvVars(v.as_string(), *vars_));
   }
   if (ok) *out = std::move(items);
   return ok;

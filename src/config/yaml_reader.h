@@ -39,7 +39,7 @@ class Diag {
 // PyYAML-style resolution of a scalar node (no env expansion).
 Value ResolveScalar(const YAML::Node& n);
 // Whole node → Value (maps keep order), expanding env vars in string values.
-Value NodeToValue(const YAML::Node& n, const EnvLookup& env);
+Value NodeToValue(const YAML::Node& n, const VarLookup& vars);
 // Short description for messages: "string 'abc'", "int 3", "map", "list", "null".
 std::string Describe(const YAML::Node& n);
 // Bounds on a document's shape, checked before any of it is read: nesting ≤ 200 levels and ≤ 1,000,000 nodes with
@@ -51,14 +51,14 @@ std::string CheckYamlShape(const Diag& diag, const YAML::Node& root);
 // ("unknown key 'retyr' in execution_params (ignored); did you mean 'retry'?").
 class MapReader {
  public:
-  MapReader(Diag* diag, const EnvLookup* env, const YAML::Node& map, std::string section);
+  MapReader(Diag* diag, const VarLookup* vars, const YAML::Node& map, std::string section);
 
   bool Has(const char* key) const;
   YAML::Node Get(const char* key);  // undefined node when absent
   Loc LocOf(const char* key) const;  // location of the value (or of the map when absent)
   const std::string& section() const { return section_; }
   Diag* diag() const { return diag_; }
-  const EnvLookup& env() const { return *env_; }
+  const VarLookup& vars() const { return *vars_; }
 
   // Each getter leaves *out unchanged when the key is absent, reports a located error on a wrong type.
   // Returns true when a valid value was stored.
@@ -80,7 +80,7 @@ class MapReader {
  private:
   std::string Field(const char* key) const { return section_.empty() ? key : section_ + "." + key; }
   Diag* diag_;
-  const EnvLookup* env_;
+  const VarLookup* vars_;
   YAML::Node map_;
   std::string section_;
   std::set<std::string> consumed_;

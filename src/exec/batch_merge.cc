@@ -194,7 +194,7 @@ Result<BatchMergeReport> MergeBatchResults(Env* env, const config::Config& confi
   if (!paths.ok()) return paths.status();
   auto receipts = ReadReceipts(env, proc, *paths);
   if (!receipts.ok()) return receipts.status();
-  auto provider = batch::BatchProvider::Create(proc->batch_api, config::ProcessEnvLookup(), env);
+  auto provider = batch::BatchProvider::Create(proc->batch_api, config::ProcessVarLookup(), env);
   if (!provider.ok()) return provider.status();
   // Every batch must be complete: nothing is written otherwise.
   const std::string tmp_dir = output_path + ".batches.tmp";

@@ -146,7 +146,7 @@ class Tokenizers {
     bool gguf = p.type == "llm" && (p.llm.backend == "llama" || (p.llm.backend == "llama-server" && p.llm.server_command.empty()));
     if (gguf) {
       MMIRAGE_ASSIGN_OR_RETURN(process::llm::EngineOptionsMapping m, process::llm::MapEngineOptions(p));
-      auto local = process::llm::ResolveModelPath(Env::Default(), m.options.model_path, config::ProcessEnvLookup());
+      auto local = process::llm::ResolveModelPath(Env::Default(), m.options.model_path, config::ProcessVarLookup());
       if (!local.ok()) return local.status().WithContext(p.loc.ToString() + ": processor 'llm'");
       auto t = engine::CreateLlamaTokenizer(*local, m.options.chat_template_file);
       if (!t.ok()) return t.status().WithContext(p.loc.ToString() + ": processor 'llm'");
@@ -488,7 +488,7 @@ Result<EstimateReport> RunEstimate(const EstimateOptions& opt) {
                     "bounded by max tokens. Pass --generate-via URL to measure them on a synchronous endpoint.");
   } else {
     remote = paid;
-    std::string tmp = config::ProcessEnvLookup()("TMPDIR").value_or("/tmp");
+    std::string tmp = config::ProcessVarLookup()("TMPDIR").value_or("/tmp");
     if (tmp.empty()) tmp = "/tmp";
     TempDirGuard guard{env, tmp + "/mmirage-estimate-" + std::to_string(env->Pid()) + "-" +
                                 std::to_string(env->NowMicros())};

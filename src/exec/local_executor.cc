@@ -44,9 +44,9 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
   }
   for (int64_t id : ids) {
     ShardRecord r = attempts_of(id);
-    if (r.status == "success") {
+    if (r.status == ShardStatus::kSuccess) {
       LOG_INFO("Shard " << id << " already succeeded; skipped");
-    } else if (r.attempts_spent >= max_attempts && r.status != "submitted") {
+    } else if (r.attempts_spent >= max_attempts && r.status != ShardStatus::kSubmitted) {
       LOG_ERROR("Shard " << id << " has used all " << max_attempts << " attempts without progress (max_retries="
                          << config.execution.max_retries << "); `mmirage retry --config " << options.config_path
                          << " --reset` gives it a fresh budget");
@@ -58,7 +58,7 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
   // MMIRAGE_SGLANG_BASE_URL (starting one server per shard would load the model once per shard).
   std::unique_ptr<engine::ManagedServer> image_server;
   if (!queue.empty()) {
-    auto s = process::image_gen::StartSharedImageServer(config, config.loading.state_dir, config::ProcessEnvLookup());
+    auto s = process::image_gen::StartSharedImageServer(config, config.loading.state_dir, config::ProcessVarLookup());
     if (!s.ok()) {
       LOG_ERROR(s.status().message());
       return 1;
@@ -126,9 +126,9 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
       ShardRecord r = attempts_of(id);
       if (r.retry_count <= attempts_before[id]) ++uncounted[id];
-      if (*rc == 0 && r.status == "success") {
+      if (*rc == 0 && r.status == ShardStatus::kSuccess) {
         LOG_INFO("Shard " << id << ": succeeded");
-      } else if ((*rc == 0 || *rc == 75) && r.status == "submitted") {  // batch_api: with the provider
+      } else if ((*rc == 0 || *rc == 75) && r.status == ShardStatus::kSubmitted) {  // batch_api: with the provider
         LOG_INFO("Shard " << id << ": " << (*rc == 0 ? "submitted" : "batches still in progress"));
         if (*rc == 75) in_progress = true;
       } else if (stopping) {
@@ -151,9 +151,9 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
   (void)pipeline::LogFailureSummary(env, config);
   std::vector<int64_t> bad;
   for (int64_t id : ids) {
-    std::string st = attempts_of(id).status;
-    if (st == "submitted") any_submitted = true;
-    else if (st != "success") bad.push_back(id);
+    ShardStatus st = attempts_of(id).status;
+    if (st == ShardStatus::kSubmitted) any_submitted = true;
+    else if (st != ShardStatus::kSuccess) bad.push_back(id);
   }
   if (!bad.empty()) {
     std::string list;

@@ -56,9 +56,9 @@ ShardDetail Detail(const ClassifyOptions& o, const ShardRecord& r, double now_s)
   d.error = r.error;
   d.rows_failed = r.failed_rows;
   d.batch = r.batch;
-  if (r.status == "running") d.stale_reason = StaleReason(o, r, now_s);
+  if (r.status == ShardStatus::kRunning) d.stale_reason = StaleReason(o, r, now_s);
   d.shard_class = ClassifyShard(r.status, !d.stale_reason.empty(), d.attempts_spent, o.max_retries);
-  if (r.status == "success") {
+  if (r.status == ShardStatus::kSuccess) {
     ShardStats st = ShardStats::FromValue(r.stats);
     if (r.stats.is_object()) {
       d.rows_done = st.rows_processed;
@@ -85,7 +85,7 @@ ShardDetail Detail(const ClassifyOptions& o, const ShardRecord& r, double now_s)
     if (r.started_at) {
       if (auto started = ParseLocalIsoTime(*r.started_at)) d.runtime_seconds = std::max(0.0, now_s - *started);
     }
-  } else if (r.status != "running") {
+  } else if (r.status != ShardStatus::kRunning) {
     d.runtime_seconds = Span(r.started_at, r.finished_at);
   }
   return d;
@@ -106,15 +106,15 @@ const char* ShardClassName(ShardClass c) {
   return "failed";
 }
 
-ShardClass ClassifyShard(const std::string& status, bool stale, int64_t attempts, int64_t max_retries) {
-  if (status == "success") return ShardClass::kSuccessful;
-  if (status == "running" && !stale) return ShardClass::kRunning;
-  if (status == "submitted") return ShardClass::kSubmitted;
+ShardClass ClassifyShard(ShardStatus status, bool stale, int64_t attempts, int64_t max_retries) {
+  if (status == ShardStatus::kSuccess) return ShardClass::kSuccessful;
+  if (status == ShardStatus::kRunning && !stale) return ShardClass::kRunning;
+  if (status == ShardStatus::kSubmitted) return ShardClass::kSubmitted;
   if (attempts >= max_retries + 1) return ShardClass::kExhausted;
   return ShardClass::kFailed;
 }
 
-std::string ShardDetail::DisplayStatus() const { return stale_reason.empty() ? status : "stale"; }
+std::string ShardDetail::DisplayStatus() const { return stale_reason.empty() ? ShardStatusName(status) : "stale"; }
 
 ClassifyOptions ClassifyOptionsFromConfig(Env* env, const config::Config& config) {
   ClassifyOptions o;

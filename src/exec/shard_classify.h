@@ -16,6 +16,7 @@
 
 #include "config/config.h"
 #include "data/value.h"
+#include "state/shard_status.h"
 #include "util/env.h"
 
 namespace mmirage::exec {
@@ -25,12 +26,12 @@ enum class ShardClass { kSuccessful, kRunning, kFailed, kExhausted, kSubmitted }
 const char* ShardClassName(ShardClass c);
 
 // The class of a record. `stale`: recorded `running` but the worker is known to be gone.
-ShardClass ClassifyShard(const std::string& status, bool stale, int64_t attempts, int64_t max_retries);
+ShardClass ClassifyShard(ShardStatus status, bool stale, int64_t attempts, int64_t max_retries);
 
 struct ShardDetail {
   int64_t shard_id = 0;
   ShardClass shard_class = ShardClass::kFailed;
-  std::string status;          // as recorded: success | running | failed | missing | unknown
+  ShardStatus status = ShardStatus::kMissing;  // as recorded
   std::string stale_reason;    // non-empty for a stale `running` record ("process 123 on node1 is gone", …)
   int64_t attempts = 0;        // attempts made so far (status.json retry_count, or attempts.log when larger)
   int64_t attempts_spent = 0;  // attempts that count against max_retries (ShardRecord::attempts_spent)

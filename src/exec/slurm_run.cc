@@ -38,14 +38,14 @@ Result<Ctx> MakeCtx(const SlurmOptions& in) {
   c.o = in;
   if (c.o.env == nullptr) c.o.env = Env::Default();
   if (!c.o.runner) c.o.runner = DefaultCommandRunner();
-  if (!c.o.env_lookup) c.o.env_lookup = config::ProcessEnvLookup();
+  if (!c.o.vars) c.o.vars = config::ProcessVarLookup();
   if (c.o.cwd.empty()) c.o.cwd = c.o.env->AbsolutePath(".");
   if (c.o.self_exe.empty()) {
     MMIRAGE_ASSIGN_OR_RETURN(c.o.self_exe, SelfExecutablePath());
   }
   const config::Config& cfg = *c.o.config;
   if (cfg.execution.mode != "slurm") return Status::InvalidArgument("execution_params.mode is not slurm");
-  MMIRAGE_ASSIGN_OR_RETURN(c.paths, ResolveSlurmPaths(c.o.env, cfg, c.o.cwd, c.o.self_exe, c.o.env_lookup));
+  MMIRAGE_ASSIGN_OR_RETURN(c.paths, ResolveSlurmPaths(c.o.env, cfg, c.o.cwd, c.o.self_exe, c.o.vars));
   c.num_shards = cfg.loading.num_shards;
   c.classify = ClassifyOptionsFromConfig(c.o.env, cfg);
   // The tasks run in project_root: a relative state_dir is read from there too.
@@ -162,13 +162,13 @@ ShardOutcome Judge(const Ctx& c, const ShardDetail& d, const std::string& task_s
   std::string slurm = task_state.empty() ? "" : " (SLURM: " + task_state + ")";
   std::string log = JoinPath(c.paths.report_dir, "R-" + c.o.config->execution.job_name + "." + job_id + "_" +
                                                      std::to_string(d.shard_id) + ".err");
-  if (d.attempts <= attempts_before && d.status != "success") {
+  if (d.attempts <= attempts_before && d.status != ShardStatus::kSuccess) {
     out.reason = "the task never started the shard" + slurm + "; see " + log;
-  } else if (d.status == "running") {
+  } else if (d.status == ShardStatus::kRunning) {
     out.reason = "the task ended while the shard was running" + slurm +
                  (d.stale_reason.empty() ? "" : "; " + d.stale_reason) + "; see " + log;
   } else {
-    out.reason = d.error.value_or("status " + d.status) + slurm;
+    out.reason = d.error.value_or(std::string("status ") + ShardStatusName(d.status)) + slurm;
   }
   out.exhausted = spent >= c.o.config->execution.max_retries + 1;
   return out;

@@ -26,7 +26,7 @@ struct SlurmOptions {
   CommandRunner runner;                 // default DefaultCommandRunner() (real sbatch/squeue/sacct)
   std::string cwd;                      // default: the process's working directory
   std::string self_exe;                 // default SelfExecutablePath(); used when mmirage_bin is unset
-  config::EnvLookup env_lookup;         // default the process environment
+  config::VarLookup vars;               // default the process environment
   bool stats = false;                   // tasks collect GPU stats (--stats)
   bool auto_retry = false;              // resubmit failed shards (execution_params.retry or --force-retry)
   bool wait = false;                    // wait even without auto_retry (merge: true needs completion)

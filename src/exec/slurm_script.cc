@@ -15,7 +15,7 @@ std::string TrimWs(std::string_view s) {
 
 // Shell path: `~` expanded; `$…` kept for the compute node; relative → under project_root.
 std::string ShellPath(Env* env, const std::string& value, const std::string& project_root,
-                      const config::EnvLookup& lookup) {
+                      const config::VarLookup& lookup) {
   std::string v = config::ExpandUser(TrimWs(value), lookup);
   if (!v.empty() && v[0] == '$') return v;
   if (v.empty() || v[0] != '/') v = JoinPath(project_root, v);
@@ -87,7 +87,7 @@ std::string FormatArraySpec(const std::vector<int64_t>& ids, int64_t num_shards,
 }
 
 Result<SlurmPaths> ResolveSlurmPaths(Env* env, const config::Config& config, const std::string& cwd,
-                                     const std::string& self_exe, const config::EnvLookup& lookup) {
+                                     const std::string& self_exe, const config::VarLookup& lookup) {
   const auto& e = config.execution;
   SlurmPaths p;
   std::string root = cwd;

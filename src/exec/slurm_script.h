@@ -32,7 +32,7 @@ struct SlurmPaths {
 // mmirage_bin from execution_params.mmirage_bin (relative to `cwd`) or `self_exe`.
 // Errors: kInvalidArgument when project_root does not exist or mmirage_bin is not a file.
 Result<SlurmPaths> ResolveSlurmPaths(Env* env, const config::Config& config, const std::string& cwd,
-                                     const std::string& self_exe, const config::EnvLookup& env_lookup);
+                                     const std::string& self_exe, const config::VarLookup& vars);
 
 // What to run: argv[0] is "sbatch"; the path of a file holding `script` is appended by SlurmClient::Submit.
 struct SbatchRequest {

@@ -303,6 +303,7 @@ class ShardAttempt {
   ShardRunReport report_;
   std::vector<std::string> error_files_;
   int64_t known_total_ = 0;
+  bool interrupted_ = false;  // a stop request ended RunWork: the attempt is recorded as interrupted
   StreamTotals totals_;
   Progress progress_;
   std::unique_ptr<TimelineRecorder> timeline_;
@@ -456,6 +457,7 @@ Status ShardAttempt::RunWork(DatasetWork* w) {
       std::string why = std::string("interrupted by ") + StopSignalName() + " after " +
                         std::to_string(progress_.rows_done.load()) + " rows (resumable)";
       if (!c.ok()) why += "; last commit failed: " + c.message();
+      interrupted_ = true;
       return Status::Unavailable(why);
     }
     writer->Abandon();
@@ -538,7 +540,8 @@ Status ShardAttempt::RecordSuccess() {
 
 Status ShardAttempt::Fail(const Status& s) {
   if (timeline_) timeline_->End(StopRequested() ? "interrupted" : "failed", s.message());
-  Status m = state_->MarkFailed(s.message(), report_.rows_failed);
+  Status m = interrupted_ ? state_->MarkInterrupted(s.message(), report_.rows_failed)
+                         : state_->MarkFailed(s.message(), report_.rows_failed);
   if (!m.ok()) LOG_ERROR("cannot record the failure in the state directory: " << m.message());
   return s;
 }

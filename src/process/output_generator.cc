@@ -45,10 +45,10 @@ EngineFactory LlamaEngineFactory() {
     MMIRAGE_ASSIGN_OR_RETURN(process::llm::EngineOptionsMapping m, process::llm::MapEngineOptions(p));
     warnings->insert(warnings->end(), m.warnings.begin(), m.warnings.end());
     // hf://owner/repo/file.gguf → the cached file, downloaded first when missing.
-    auto local = process::llm::ResolveModelPath(Env::Default(), m.options.model_path, config::ProcessEnvLookup());
+    auto local = process::llm::ResolveModelPath(Env::Default(), m.options.model_path, config::ProcessVarLookup());
     if (!local.ok()) return local.status().WithContext(p.loc.ToString() + ": processor 'llm'");
     m.options.model_path = *local;
-    auto mmproj = process::llm::ResolveMmprojPath(Env::Default(), *local, p.llm.mmproj_path, config::ProcessEnvLookup());
+    auto mmproj = process::llm::ResolveMmprojPath(Env::Default(), *local, p.llm.mmproj_path, config::ProcessVarLookup());
     if (!mmproj.ok()) return mmproj.status().WithContext(p.loc.ToString() + ": processor 'llm'");
     m.options.mmproj_path = *mmproj;
     auto e = engine::CreateLlamaEngine(m.options);
@@ -147,7 +147,7 @@ void OutputGenerator::EnableCache(cache::GenerationCache* cache) {
     if (!identities.count(p)) {
       std::string model = p->llm.model_path;
       if (process::llm::IsHfModelRef(model)) {  // already downloaded by the engine factory: a local lookup
-        auto local = process::llm::ResolveModelPath(Env::Default(), model, config::ProcessEnvLookup());
+        auto local = process::llm::ResolveModelPath(Env::Default(), model, config::ProcessVarLookup());
         model = local.ok() ? *local : "";
       }
       auto id = ModelIdentity(Env::Default(), *p, model);

@@ -44,9 +44,11 @@ void ParseAttemptsLog(const std::string& log, int64_t rows_now, ShardRecord* r) 
     if (line.rfind("interrupted", 0) == 0) {
       // The last attempt was stopped by a signal (Ctrl-C, SIGTERM, a preemption): it does not spend the budget.
       if (!since_reset.empty()) since_reset.back() = kInterrupted;
+      if (r->attempts_logged > 0) r->last_attempt_interrupted = true;
       continue;
     }
     ++r->attempts_logged;
+    r->last_attempt_interrupted = false;
     std::vector<std::string_view> fields;
     size_t f = 0;
     while (f < line.size()) {
@@ -125,7 +127,7 @@ std::optional<double> ParseLocalIsoTime(const std::string& s) {
 
 Value ShardRecord::ToValue() const {
   Value v = Value::EmptyObject();
-  v.Set("status", status);
+  v.Set("status", ShardStatusName(status));
   v.Set("retry_count", retry_count);
   v.Set("shard_id", shard_id);
   v.Set("started_at", OptStr(started_at));
@@ -154,17 +156,17 @@ ShardRecord ShardState::Read() const {
   if (log.ok()) ParseAttemptsLog(*log, RowsCommittedNow(env_, dir_), &r);
   auto text = env_->ReadFileToString(JoinPath(dir_, "status.json"));
   if (!text.ok()) {
-    r.status = "missing";
+    r.status = ShardStatus::kMissing;
     r.retry_count = r.attempts_logged;
     return r;
   }
   auto v = ParseJson(*text);
   if (!v.ok() || !v->is_object()) {
-    r.status = "unknown";
+    r.status = ShardStatus::kUnknown;
     r.retry_count = r.attempts_logged;
     return r;
   }
-  r.status = GetStr(*v, "status").value_or("unknown");
+  r.status = ParseShardStatus(GetStr(*v, "status").value_or("unknown"));
   const Value* rc = v->Find("retry_count");
   r.retry_count = (rc && rc->is_int()) ? rc->as_int() : 0;
   if (r.attempts_logged > r.retry_count) r.retry_count = r.attempts_logged;
@@ -200,7 +202,7 @@ Result<int64_t> ShardState::MarkRunning(const RunInfo& info) {
   RemoveStaleTempFiles(env_, dir_, kStaleTempMicros);  // of a process killed mid-replace
   ShardRecord prev = Read();
   ShardRecord r;
-  r.status = "running";
+  r.status = ShardStatus::kRunning;
   r.retry_count = prev.retry_count + 1;
   r.shard_id = shard_id_;
   uint64_t now = env_->NowMicros();
@@ -234,7 +236,7 @@ Status ShardState::ResetBudget() {
 
 Status ShardState::MarkSuccess(Value stats, int64_t failed_rows) {
   ShardRecord r = Read();
-  r.status = "success";
+  r.status = ShardStatus::kSuccess;
   r.finished_at = LocalIsoTime(env_->NowMicros());
   r.error.reset();
   r.stats = std::move(stats);
@@ -244,7 +246,7 @@ Status ShardState::MarkSuccess(Value stats, int64_t failed_rows) {
 
 Status ShardState::MarkSubmitted(Value batch) {
   ShardRecord r = Read();
-  r.status = "submitted";
+  r.status = ShardStatus::kSubmitted;
   r.finished_at = LocalIsoTime(env_->NowMicros());
   r.error.reset();
   r.batch = std::move(batch);
@@ -252,14 +254,22 @@ Status ShardState::MarkSubmitted(Value batch) {
 }
 
 Status ShardState::MarkFailed(const std::string& error, int64_t failed_rows) {
+  return MarkEnded(error, failed_rows, /*interrupted=*/false);
+}
+
+Status ShardState::MarkInterrupted(const std::string& error, int64_t failed_rows) {
+  return MarkEnded(error, failed_rows, /*interrupted=*/true);
+}
+
+Status ShardState::MarkEnded(const std::string& error, int64_t failed_rows, bool interrupted) {
   ShardRecord r = Read();
-  if (error.rfind("interrupted by ", 0) == 0) {
+  if (interrupted) {
     MMIRAGE_ASSIGN_OR_RETURN(auto log, env_->NewWritableFile(JoinPath(dir_, "attempts.log"), /*append=*/true));
     MMIRAGE_TRY(log->Append("interrupted " + std::to_string(r.retry_count) + "\n"));
     MMIRAGE_TRY(log->Sync());
     MMIRAGE_TRY(log->Close());
   }
-  r.status = "failed";
+  r.status = ShardStatus::kFailed;
   r.finished_at = LocalIsoTime(env_->NowMicros());
   r.error = error;
   r.stats = Value();

@@ -10,14 +10,15 @@
 #include <string>
 
 #include "data/value.h"
+#include "state/shard_status.h"
 #include "util/env.h"
 #include "util/status.h"
 
 namespace mmirage {
 
 struct ShardRecord {
-  std::string status = "missing";  // running | submitted | success | failed | missing | unknown
-  int64_t retry_count = 0;         // attempt number of the current/last attempt
+  ShardStatus status = ShardStatus::kMissing;
+  int64_t retry_count = 0;  // attempt number of the current/last attempt
   int64_t shard_id = 0;
   std::optional<std::string> started_at, finished_at, error;
   std::optional<std::string> hostname;
@@ -28,6 +29,9 @@ struct ShardRecord {
   int64_t failed_rows = 0;               // extension: rows recorded in errors.jsonl
   Value batch;                           // extension, batch_api shards: progress of the provider batches or null
   int64_t attempts_logged = 0;           // attempt lines of attempts.log (not serialised)
+  // The last attempt was ended by a stop signal (MarkInterrupted; its "interrupted" line in attempts.log). Not
+  // serialised in status.json.
+  bool last_attempt_interrupted = false;
   // Attempts that count against max_retries (not serialised): the consecutive attempts, since the last budget
   // reset and since the last attempt that made progress, that committed no new row. An attempt made progress
   // when its successor (or the shard's progress.json now) shows more rows committed than at its start; such an
@@ -65,9 +69,12 @@ class ShardState {
   // Gives the shard a fresh retry budget: appends "reset <local ISO time>" to attempts.log (fsynced), after which
   // attempts_spent counts from zero again (retry_count, the attempt number, keeps growing).
   Status ResetBudget();
-  // An `error` starting "interrupted by " (a stop signal) also appends "interrupted <attempt>" to attempts.log:
-  // such an attempt does not spend the retry budget.
+  // Ends the attempt as failed with `error`; it spends the retry budget unless it made progress.
   Status MarkFailed(const std::string& error, int64_t failed_rows);
+  // Ends an attempt that a stop signal (Ctrl-C, SIGTERM, a preemption) cut short: status.json as MarkFailed
+  // writes it, and "interrupted <attempt>" appended to attempts.log (fsynced), so that the attempt does not spend
+  // the retry budget and readers see ShardRecord::last_attempt_interrupted.
+  Status MarkInterrupted(const std::string& error, int64_t failed_rows);
   // batch_api: the shard's requests are with the provider (neither success nor failure; marker .SUBMITTED).
   // `batch` describes them ({"batches_total", "batches_completed", "batches_in_progress", "batches_failed",
   // "requests_total", "requests_done"}); it is kept by the later MarkSuccess/MarkFailed.
@@ -77,6 +84,7 @@ class ShardState {
 
  private:
   Status WriteRecord(const ShardRecord& r, const char* marker);
+  Status MarkEnded(const std::string& error, int64_t failed_rows, bool interrupted);
   Env* env_;
   std::string dir_;
   int64_t shard_id_;

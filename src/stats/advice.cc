@@ -57,7 +57,7 @@ std::optional<double> AggNum(const Value& agg, const char* key) {
 }  // namespace
 
 std::optional<double> ShardWorkSeconds(const ShardReport& s) {
-  if (s.record.status != "success" || !s.stats) return std::nullopt;
+  if (s.record.status != ShardStatus::kSuccess || !s.stats) return std::nullopt;
   // Over every attempt (a resumed shard's last attempt did only the rest), model loads excluded.
   if (!s.timeline.empty() && !s.attempts.empty()) {
     double sum = 0;

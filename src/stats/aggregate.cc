@@ -44,7 +44,7 @@ Value AggregateStats(const std::vector<ShardStatsInput>& shards_in, int64_t num_
   std::optional<int64_t> num_gpus;
   WeightedMean gpu_util, cpu_util;
   for (const ShardStatsInput* s : shards) {
-    if (s->status != "success") continue;
+    if (s->status != ShardStatus::kSuccess) continue;
     ++completed;
     failed_rows += s->failed_rows;
     if (!s->stats) continue;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data/value.h"
+#include "state/shard_status.h"
 #include "stats/shard_stats.h"
 
 namespace mmirage {
@@ -20,7 +21,7 @@ namespace mmirage {
 // What the aggregate needs from one shard's status record.
 struct ShardStatsInput {
   int64_t shard_id = 0;
-  std::string status;                       // success | running | failed | missing | unknown
+  ShardStatus status = ShardStatus::kMissing;
   std::optional<double> started_at_seconds;  // parsed started_at (epoch seconds); nullopt when absent/unparsable
   std::optional<double> finished_at_seconds;
   std::optional<ShardStats> stats;          // nullopt when status.json has `stats: null`

@@ -89,7 +89,7 @@ std::vector<AttemptSpan> AttemptsFromTimeline(const std::vector<TimelineEntry>& 
   }
   std::sort(out.begin(), out.end(), [](const AttemptSpan& x, const AttemptSpan& y) { return x.attempt < y.attempt; });
   // The current attempt of a running shard has no end yet.
-  if (!out.empty() && record.status == "running" && out.back().outcome == "killed" &&
+  if (!out.empty() && record.status == ShardStatus::kRunning && out.back().outcome == "killed" &&
       out.back().attempt == record.retry_count) {
     out.back().outcome = "running";
     out.back().end = std::max(out.back().end, now);
@@ -102,9 +102,11 @@ std::vector<AttemptSpan> AttemptsFromTimeline(const std::vector<TimelineEntry>& 
       a.attempt = record.retry_count;
       a.start = *start;
       auto fin = record.finished_at ? ParseLocalIsoTime(*record.finished_at) : std::nullopt;
-      a.end = fin.value_or(record.status == "running" ? now : *start);
-      a.outcome = record.status == "success" || record.status == "running" ? record.status : "failed";
-      if (record.error && record.error->find("interrupted") != std::string::npos) a.outcome = "interrupted";
+      a.end = fin.value_or(record.status == ShardStatus::kRunning ? now : *start);
+      a.outcome = record.status == ShardStatus::kSuccess || record.status == ShardStatus::kRunning
+                      ? ShardStatusName(record.status)
+                      : "failed";
+      if (record.last_attempt_interrupted) a.outcome = "interrupted";
       a.error = record.error;
       a.host = record.hostname;
       a.pid = record.pid;

@@ -103,7 +103,7 @@ std::string TimelineSection(const RunReport& run, double t0, double t1) {
          std::to_string(sh.shard_id) + "</text>";
     if (sh.attempts.empty()) {
       s += "<text class=\"none\" x=\"" + C(kLeft + 6) + "\" y=\"" + C(y + lane / 2 + 4) + "\">" +
-           HtmlEscape(sh.record.status) + "</text>";
+           HtmlEscape(ShardStatusName(sh.record.status)) + "</text>";
       continue;
     }
     for (const AttemptSpan& a : sh.attempts) {
@@ -176,7 +176,7 @@ std::string PerShardBars(const RunReport& run) {
   for (const BarMetric& cand : metrics) {
     vals.clear();
     for (const auto& sh : run.shards) {
-      if (!sh.stats || sh.record.status != "success") continue;
+      if (!sh.stats || sh.record.status != ShardStatus::kSuccess) continue;
       Value v = sh.stats->ToValue();
       const Value* x = v.Find(cand.key);
       if (x && x->is_number()) vals.emplace_back(sh.shard_id, x->as_number());
@@ -249,7 +249,8 @@ std::string SkewSection(const RunReport& run) {
     auto cell = [&](const char* key) { return HtmlEscape(ValueText(sv.is_object() ? sv.Find(key) : nullptr)); };
     bool slow = sh.shard_id == k.slowest_shard && k.slowest_vs_median && *k.slowest_vs_median >= 1.5;
     s += std::string("<tr") + (slow ? " class=\"slow\"" : "") + "><td>" + std::to_string(sh.shard_id) + "</td><td>" +
-         HtmlEscape(sh.record.status) + "</td><td>" + std::to_string(sh.record.retry_count) + "</td><td>" +
+         HtmlEscape(ShardStatusName(sh.record.status)) + "</td><td>" + std::to_string(sh.record.retry_count) +
+         "</td><td>" +
          cell("rows_processed") + "</td><td>" + (inf ? F(inf_s, 3) : "\xE2\x80\x94") + "</td><td>" +
          (inf && k.median_seconds && *k.median_seconds > 0 ? F(inf_s / *k.median_seconds, 2) : "\xE2\x80\x94") +
          "</td><td>" + cell("throughput_rows_per_sec") + "</td><td>" + cell("tokens_per_sec") + "</td><td>" +
@@ -370,7 +371,7 @@ std::string RenderHtmlReport(const RunReport& run, const std::vector<Advice>& ad
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mmirage run report: " +
                   HtmlEscape(run.config_path) + "</title><style>" + kCss + "</style></head><body>";
   int64_t done = 0;
-  for (const auto& s : run.shards) done += s.record.status == "success";
+  for (const auto& s : run.shards) done += s.record.status == ShardStatus::kSuccess;
   h += "<h1>mmirage run report</h1><p class=\"sub\">config <code>" + HtmlEscape(run.config_path) + "</code> \xC2\xB7 " +
        std::to_string(done) + " of " + std::to_string(run.num_shards) + " shards successful \xC2\xB7 generated " +
        HtmlEscape(LocalIsoTime(static_cast<uint64_t>(run.generated_at * 1e6)).substr(0, 19)) + "</p>";

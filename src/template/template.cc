@@ -16,10 +16,23 @@ using internal::ExprKind;
 using internal::Stmt;
 using internal::StmtKind;
 
+Status TemplateError::ToStatus() const {
+  return Status::InvalidArgument("line " + std::to_string(line) + ": " + message);
+}
+
+std::variant<Template, TemplateError> Template::ParseLocated(std::string_view source) {
+  auto tokens = internal::Lex(source);
+  if (auto* e = std::get_if<TemplateError>(&tokens)) return std::move(*e);
+  auto program = internal::ParseProgram(std::get<std::vector<internal::Token>>(std::move(tokens)));
+  if (auto* e = std::get_if<TemplateError>(&program)) return std::move(*e);
+  return Template(std::shared_ptr<const internal::Program>(
+      std::get<std::unique_ptr<internal::Program>>(std::move(program))));
+}
+
 Result<Template> Template::Parse(std::string_view source) {
-  MMIRAGE_ASSIGN_OR_RETURN(std::vector<internal::Token> tokens, internal::Lex(source));
-  MMIRAGE_ASSIGN_OR_RETURN(std::unique_ptr<internal::Program> program, internal::ParseProgram(std::move(tokens)));
-  return Template(std::shared_ptr<const internal::Program>(std::move(program)));
+  auto parsed = ParseLocated(source);
+  if (auto* e = std::get_if<TemplateError>(&parsed)) return e->ToStatus();
+  return std::get<Template>(std::move(parsed));
 }
 
 Result<std::string> Template::Render(const Value& vars) const {

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "data/value.h"
@@ -28,12 +29,23 @@ namespace internal {
 struct Program;
 }  // namespace internal
 
+// An error in a template's source, located: `line` is 1-based (the lexer tracks lines, not columns).
+struct TemplateError {
+  int line = 1;
+  std::string message;  // what is wrong, without the line: "no filter named 'uppper'"
+  // Status::InvalidArgument "line <line>: <message>".
+  Status ToStatus() const;
+};
+
 class Template {
  public:
   // Parses `source`. Unknown filters and tests are parse-time errors, as in Jinja2.
   // Errors: Status::InvalidArgument with one line naming the 1-based line of the source, e.g.
-  // "line 3: unexpected '}' (expected end of print statement)", "line 1: no filter named 'uppper'".
+  // "line 3: unexpected '}' (expected end of print statement)", "line 1: no filter named 'uppper'"
+  // (TemplateError::ToStatus of the error ParseLocated gives).
   static Result<Template> Parse(std::string_view source);
+  // Parse, with the first error of the source as data (for callers that place it in a larger file).
+  static std::variant<Template, TemplateError> ParseLocated(std::string_view source);
 
   // Renders with `vars` (an object: name -> value; missing names are undefined; a non-object is treated as
   // an empty context). Errors: Status::InvalidArgument "line 2: 'dict object' has no attribute 'x'"-style.

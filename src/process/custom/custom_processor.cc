@@ -390,7 +390,7 @@ Result<std::vector<std::string>> CustomWorkerCommand(const config::CustomProcess
   if (worker.empty()) {
     MMIRAGE_ASSIGN_OR_RETURN(worker, FindCustomWorkerProgram());
   }
-  config::EnvLookup lookup = options.env ? options.env : config::ProcessEnvLookup();
+  config::VarLookup lookup = options.vars ? options.vars : config::ProcessVarLookup();
   std::string python = c.python_executable;
   if (python.empty()) python = lookup("MMIRAGE_PYTHON").value_or("");
   if (python.empty()) python = "python3";

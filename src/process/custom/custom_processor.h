@@ -19,7 +19,7 @@
 namespace mmirage::process::custom {
 
 struct CustomStartOptions {
-  config::EnvLookup env;          // for MMIRAGE_PYTHON; default: the process environment
+  config::VarLookup vars;         // for MMIRAGE_PYTHON; default: the process environment
   std::string worker_program;     // custom_worker.py; empty: FindCustomWorkerProgram()
   double boot_timeout_seconds = 300;  // a worker that has not answered its handshake by then fails the start
 };

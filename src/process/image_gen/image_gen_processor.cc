@@ -98,7 +98,7 @@ class ImageGenProcessor final : public OutputProcessor {
 
   Status Start(std::vector<std::string>* warnings) {
     uint64_t t0 = Env::Default()->MonotonicMicros();
-    config::EnvLookup env = options_.env ? options_.env : config::ProcessEnvLookup();
+    config::VarLookup vars = options_.vars ? options_.vars : config::ProcessVarLookup();
     std::string where = loc_ + ": processor 'image_gen': ";
     // Endpoint settings of the chosen backend.
     std::optional<std::string> api_key, api_key_env;
@@ -118,7 +118,7 @@ class ImageGenProcessor final : public OutputProcessor {
       timeout_seconds_ = static_cast<double>(s.timeout_seconds);
       request_model_ = s.request_model.value_or("");
       max_in_flight_ = static_cast<int>(s.max_concurrent_requests);
-      if (auto given = env("MMIRAGE_SGLANG_BASE_URL"); given && !Trim(*given).empty()) {
+      if (auto given = vars("MMIRAGE_SGLANG_BASE_URL"); given && !Trim(*given).empty()) {
         url = *given;
       } else {
         MMIRAGE_TRY(StartServer(s, where));
@@ -127,7 +127,7 @@ class ImageGenProcessor final : public OutputProcessor {
     }
     if (!cfg_.parallel_inference) max_in_flight_ = 1;
     if (api_key_env && !api_key_env->empty()) {
-      auto k = env(*api_key_env);
+      auto k = vars(*api_key_env);
       if (!k || k->empty())
         return Status::InvalidArgument(where + "api_key_env names '" + *api_key_env + "', which is not set");
       api_key = *k;
@@ -140,7 +140,7 @@ class ImageGenProcessor final : public OutputProcessor {
     urls_ = *urls;
     // Output directory: ~ expanded, absolute, created.
     Env* fs = Env::Default();
-    output_dir_ = fs->AbsolutePath(config::ExpandUser(cfg_.output_dir, env));
+    output_dir_ = fs->AbsolutePath(config::ExpandUser(cfg_.output_dir, vars));
     while (output_dir_.size() > 1 && output_dir_.back() == '/') output_dir_.pop_back();
     format_ = ImageFormatFromName(cfg_.file_format);
     if (format_ == ImageFormat::kUnknown)
@@ -484,12 +484,12 @@ Result<std::unique_ptr<engine::ManagedServer>> StartImageServer(const config::Im
 
 Result<std::unique_ptr<engine::ManagedServer>> StartSharedImageServer(const config::Config& config,
                                                                       const std::string& log_dir,
-                                                                      const config::EnvLookup& env) {
+                                                                      const config::VarLookup& vars) {
   const config::Processor* p = config.FindProcessor("image_gen");
   bool used = false;
   for (const auto& o : config.processing.outputs) used = used || o.type == "image_gen";
   if (p == nullptr || !used || p->image_gen.backend != "sglang" || !p->image_gen.sglang) return std::unique_ptr<engine::ManagedServer>();
-  if (auto given = env("MMIRAGE_SGLANG_BASE_URL"); given && !Trim(*given).empty()) return std::unique_ptr<engine::ManagedServer>();
+  if (auto given = vars("MMIRAGE_SGLANG_BASE_URL"); given && !Trim(*given).empty()) return std::unique_ptr<engine::ManagedServer>();
   auto server = StartImageServer(*p->image_gen.sglang, JoinPath(log_dir, "sglang_image_server.log"));
   if (!server.ok()) return server.status().WithContext(p->loc.ToString() + ": processor 'image_gen'");
   return server;

@@ -22,7 +22,7 @@ class ManagedServer;
 namespace mmirage::process::image_gen {
 
 struct ImageGenStartOptions {
-  config::EnvLookup env;          // api_key_env, MMIRAGE_SGLANG_BASE_URL, ~; default: the process environment
+  config::VarLookup vars;         // api_key_env, MMIRAGE_SGLANG_BASE_URL, ~; default: the process environment
   int64_t shard_id = 0;
   std::string log_dir;            // where the managed server's log goes (default: output_dir)
   int max_attempts = 4;           // per sample, on retryable failures
@@ -63,7 +63,7 @@ Result<std::unique_ptr<engine::ManagedServer>> StartImageServer(const config::Im
 // shard processes MMIRAGE_SGLANG_BASE_URL = its base_url()); nullptr otherwise.
 Result<std::unique_ptr<engine::ManagedServer>> StartSharedImageServer(const config::Config& config,
                                                                       const std::string& log_dir,
-                                                                      const config::EnvLookup& env);
+                                                                      const config::VarLookup& vars);
 
 // Starts the processor: output_dir created, the server validated (GET <root>/models, <api>/models,
 // <root>/health; the first JSON object wins), or started (backend sglang). Errors are located at the processor.

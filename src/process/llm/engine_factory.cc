@@ -129,23 +129,23 @@ std::string LlamaServerDir() {
 }
 
 Result<std::unique_ptr<engine::Engine>> CreateOpenAi(const config::Processor& p, const EngineFactoryOptions& fo) {
-  MMIRAGE_ASSIGN_OR_RETURN(engine::OpenAiEngineOptions o, MapOpenAiEngineOptions(p, fo.env_lookup));
+  MMIRAGE_ASSIGN_OR_RETURN(engine::OpenAiEngineOptions o, MapOpenAiEngineOptions(p, fo.vars));
   auto e = engine::CreateOpenAiEngine(o);
   if (!e.ok()) return e.status().WithContext(Where(p));
   return e;
 }
 
 Result<std::unique_ptr<engine::Engine>> CreateManaged(const config::Processor& p, const EngineFactoryOptions& fo) {
-  MMIRAGE_ASSIGN_OR_RETURN(engine::OpenAiEngineOptions eo, MapOpenAiEngineOptions(p, fo.env_lookup));
+  MMIRAGE_ASSIGN_OR_RETURN(engine::OpenAiEngineOptions eo, MapOpenAiEngineOptions(p, fo.vars));
   std::string model = p.llm.model_path;
   if (p.llm.backend == "llama-server" && IsHfModelRef(model)) {
-    auto local = ResolveModelPath(Env::Default(), model, fo.env_lookup);
+    auto local = ResolveModelPath(Env::Default(), model, fo.vars);
     if (!local.ok()) return local.status().WithContext(Where(p));
     model = *local;
   }
   config::Processor resolved = p;
   if (p.llm.backend == "llama-server" && p.llm.server_command.empty()) {
-    auto mmproj = ResolveMmprojPath(Env::Default(), model, p.llm.mmproj_path, fo.env_lookup);
+    auto mmproj = ResolveMmprojPath(Env::Default(), model, p.llm.mmproj_path, fo.vars);
     if (!mmproj.ok()) return mmproj.status().WithContext(Where(p));
     resolved.llm.mmproj_path = *mmproj;
   }
@@ -167,7 +167,7 @@ Result<std::unique_ptr<engine::Engine>> CreateManaged(const config::Processor& p
 }  // namespace
 
 Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Processor& p,
-                                                           const config::EnvLookup& env_lookup) {
+                                                           const config::VarLookup& vars) {
   engine::OpenAiEngineOptions o;
   const config::LlmProcessor& llm = p.llm;
   if (!llm.endpoint && llm.backend == "openai")
@@ -184,7 +184,7 @@ Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Process
   o.down_timeout_seconds = ep.down_timeout_seconds;
   o.num_gpus = llm.backend == "sglang" || llm.backend == "vllm" ? std::max(1, llm.tp_size) : 0;
   if (!ep.api_key_env.empty()) {
-    config::EnvLookup lookup = env_lookup ? env_lookup : config::ProcessEnvLookup();
+    config::VarLookup lookup = vars ? vars : config::ProcessVarLookup();
     std::optional<std::string> key = lookup(ep.api_key_env);
     if (!key || key->empty()) {
       return Status::InvalidArgument(Where(p) + ": endpoint.api_key_env names the environment variable '" +

@@ -1,7 +1,7 @@
 // Engines by `backend`: llama → the embedded engine (LlamaEngineFactory); openai → the OpenAI engine on
 // `endpoint`; sglang | vllm | llama-server → a server started for the shard (engine/managed_server.h) and the
 // OpenAI engine against it. Also the config → options mappings of the OpenAI engine and of server commands, as
-// pure functions (besides the API key lookup, which goes through the injected EnvLookup). Thread-safe.
+// pure functions (besides the API key lookup, which goes through the injected VarLookup). Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,7 @@ namespace mmirage::process::llm {
 struct EngineFactoryOptions {
   std::string state_dir;          // a managed server's log: <state_dir>/shard_<shard_id>/server.log
   int64_t shard_id = 0;
-  config::EnvLookup env_lookup;   // the API key variable (endpoint.api_key_env), HF_*; default: the process env
+  config::VarLookup vars;         // the API key variable (endpoint.api_key_env), HF_*; default: the process env
 };
 
 // Dispatches on processor.llm.backend (see above). Errors: those of the engine it creates, located at the
@@ -31,7 +31,7 @@ EngineFactory DefaultEngineFactory(EngineFactoryOptions options = {});
 // filled in by the server); num_gpus = tp_size for sglang/vllm, 0 otherwise.
 // Errors: kInvalidArgument when api_key_env names an unset variable, or backend openai has no endpoint.
 Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Processor& processor,
-                                                           const config::EnvLookup& env_lookup);
+                                                           const config::VarLookup& vars);
 
 // The command of a managed server listening on 127.0.0.1:`port`:
 //  - server_command (verbatim; "{port}" and "{model_path}" substituted; one string runs through /bin/sh -c, the

@@ -6,10 +6,10 @@
 namespace mmirage::process::llm {
 
 Result<std::string> ResolveMmprojPath(Env* env, const std::string& model_file, const std::string& setting,
-                                      const config::EnvLookup& env_vars) {
+                                      const config::VarLookup& vars) {
   if (setting.empty()) return std::string();
   if (setting != kMmprojAuto) {
-    MMIRAGE_ASSIGN_OR_RETURN(std::string local, ResolveModelPath(env, setting, env_vars));
+    MMIRAGE_ASSIGN_OR_RETURN(std::string local, ResolveModelPath(env, setting, vars));
     if (!env->IsRegularFile(local)) {
       return Status::NotFound("server_args.mmproj_path: file not found: '" + local + "'");
     }

@@ -21,7 +21,7 @@ inline constexpr char kMmprojAuto[] = "auto";
 // The local projector file for `setting` beside `model_file` (a local path), or "" when setting is "". Errors:
 // kNotFound (a named file that does not exist, or "auto" finding none), kInvalidArgument ("auto" finding several).
 Result<std::string> ResolveMmprojPath(Env* env, const std::string& model_file, const std::string& setting,
-                                      const config::EnvLookup& env_vars);
+                                      const config::VarLookup& vars);
 
 // True when the config has image variables — image inputs or image_gen outputs (then an llm processor without
 // mmproj_path looks for one: "auto").

@@ -55,9 +55,9 @@ std::string UrlEncode(std::string_view s, bool keep_slash) {
   return out;
 }
 
-std::optional<std::string> Lookup(const config::EnvLookup& env_vars, const std::string& name) {
-  if (!env_vars) return std::nullopt;
-  std::optional<std::string> v = env_vars(name);
+std::optional<std::string> Lookup(const config::VarLookup& vars, const std::string& name) {
+  if (!vars) return std::nullopt;
+  std::optional<std::string> v = vars(name);
   if (v && v->empty()) return std::nullopt;
   return v;
 }
@@ -96,14 +96,14 @@ Result<HfModelRef> ParseHfModelRef(const std::string& model_path) {
   return ref;
 }
 
-Result<std::string> ResolveModelPath(Env* env, const std::string& model_path, const config::EnvLookup& env_vars) {
+Result<std::string> ResolveModelPath(Env* env, const std::string& model_path, const config::VarLookup& vars) {
   if (!IsHfModelRef(model_path)) return model_path;
   MMIRAGE_ASSIGN_OR_RETURN(HfModelRef ref, ParseHfModelRef(model_path));
 
   std::string cache_root;
-  if (auto c = Lookup(env_vars, "MMIRAGE_CACHE")) {
+  if (auto c = Lookup(vars, "MMIRAGE_CACHE")) {
     cache_root = *c;
-  } else if (auto home = Lookup(env_vars, "HOME")) {
+  } else if (auto home = Lookup(vars, "HOME")) {
     cache_root = JoinPath(*home, ".cache/mmirage");
   } else {
     return Status::InvalidArgument("cannot resolve " + model_path + ": neither MMIRAGE_CACHE nor HOME is set");
@@ -113,12 +113,12 @@ Result<std::string> ResolveModelPath(Env* env, const std::string& model_path, co
   if (env->IsRegularFile(dest)) return dest;  // cached: no network
   if (env->FileExists(dest)) return Status::IOError(dest + " (cache of " + model_path + ") is not a file");
 
-  std::string endpoint = Lookup(env_vars, "HF_ENDPOINT").value_or(kDefaultEndpoint);
+  std::string endpoint = Lookup(vars, "HF_ENDPOINT").value_or(kDefaultEndpoint);
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
   const std::string url = endpoint + "/" + ref.owner + "/" + ref.repo + "/resolve/" +
                           UrlEncode(ref.revision, false) + "/" + UrlEncode(ref.path, true);
   std::vector<std::string> headers;
-  const std::optional<std::string> token = Lookup(env_vars, "HF_TOKEN");
+  const std::optional<std::string> token = Lookup(vars, "HF_TOKEN");
   if (token) headers.push_back("Authorization: Bearer " + *token);
 
   const std::string context = "cannot download " + model_path + " (" + url + ")";

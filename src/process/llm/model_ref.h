@@ -36,7 +36,7 @@ Result<HfModelRef> ParseHfModelRef(const std::string& model_path);
 
 // Returns the local file for model_path: a plain path (anything not starting with "hf://") unchanged, without
 // checking that it exists; an hf:// reference as its absolute cache path, downloaded first (with a progress
-// bar on stderr, see util/http/download.h) when not cached. env_vars supplies HF_ENDPOINT, HF_TOKEN, MMIRAGE_CACHE and
+// bar on stderr, see util/http/download.h) when not cached. vars supplies HF_ENDPOINT, HF_TOKEN, MMIRAGE_CACHE and
 // HOME (an empty value counts as unset).
 // Errors:
 //   kInvalidArgument  malformed reference (as ParseHfModelRef); neither MMIRAGE_CACHE nor HOME set
@@ -45,6 +45,6 @@ Result<HfModelRef> ParseHfModelRef(const std::string& model_path);
 //                     retryable failures (kUnavailable: network unreachable, HTTP 429/5xx) add how to download
 //                     the file by hand and point model_path at it; kIOError for cache directory errors
 // On failure no file is left at the cache path.
-Result<std::string> ResolveModelPath(Env* env, const std::string& model_path, const config::EnvLookup& env_vars);
+Result<std::string> ResolveModelPath(Env* env, const std::string& model_path, const config::VarLookup& vars);
 
 }  // namespace mmirage::process::llm

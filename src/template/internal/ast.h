@@ -7,12 +7,16 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "data/value.h"
+#include "template/template.h"
 #include "util/status.h"
 
 namespace mmirage::tmpl::internal {
+
+using tmpl::TemplateError;
 
 struct FilterDef;
 struct TestDef;
@@ -92,10 +96,10 @@ struct Token {
 };
 
 // Splits the (newline-normalized, trailing-newline-stripped) source into tokens, applying whitespace control,
-// dropping comments and turning raw blocks into data. Errors: InvalidArgument "line N: ...".
-Result<std::vector<Token>> Lex(std::string_view source);
+// dropping comments and turning raw blocks into data. Errors: the first one, located.
+std::variant<std::vector<Token>, TemplateError> Lex(std::string_view source);
 
-// Parses tokens into a program. Errors: InvalidArgument "line N: ...".
-Result<std::unique_ptr<Program>> ParseProgram(std::vector<Token> tokens);
+// Parses tokens into a program. Errors: the first one, located.
+std::variant<std::unique_ptr<Program>, TemplateError> ParseProgram(std::vector<Token> tokens);
 
 }  // namespace mmirage::tmpl::internal

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "template/internal/ast.h"
@@ -10,10 +11,6 @@
 
 namespace mmirage::tmpl::internal {
 namespace {
-
-Status LexErr(int line, const std::string& msg) {
-  return Status::InvalidArgument("line " + std::to_string(line) + ": " + msg);
-}
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
@@ -30,6 +27,11 @@ int CountLines(std::string_view s) {
 class Lexer {
  public:
   explicit Lexer(std::string src) : src_(std::move(src)) {}
+
+  // The error behind Run's `failure`.
+  TemplateError error(const Status& failure) const {
+    return error_.value_or(TemplateError{line_, failure.message()});
+  }
 
   Result<std::vector<Token>> Run() {
     bool lstrip_next = false;
@@ -316,15 +318,22 @@ class Lexer {
     return Status::OK();
   }
 
+  // Records the error (error()) and returns it as a Status.
+  Status LexErr(int line, std::string msg) {
+    error_ = TemplateError{line, std::move(msg)};
+    return error_->ToStatus();
+  }
+
   std::string src_;
   size_t pos_ = 0;
   int line_ = 1;
   std::vector<Token> tokens_;
+  std::optional<TemplateError> error_;
 };
 
 }  // namespace
 
-Result<std::vector<Token>> Lex(std::string_view source) {
+std::variant<std::vector<Token>, TemplateError> Lex(std::string_view source) {
   std::string src;
   src.reserve(source.size());
   for (size_t i = 0; i < source.size(); ++i) {
@@ -336,7 +345,10 @@ Result<std::vector<Token>> Lex(std::string_view source) {
     }
   }
   if (!src.empty() && src.back() == '\n') src.pop_back();
-  return Lexer(std::move(src)).Run();
+  Lexer lexer(std::move(src));
+  Result<std::vector<Token>> tokens = lexer.Run();
+  if (!tokens.ok()) return lexer.error(tokens.status());
+  return std::move(*tokens);
 }
 
 }  // namespace mmirage::tmpl::internal

@@ -1,6 +1,7 @@
 // Parser: tokens -> statement/expression trees, following jinja2/parser.py's grammar and precedence
 // (or < and < not < comparisons < +,- < ~ < *,/,//,% < ** < unary -,+ < filters/tests/calls/subscripts).
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "template/internal/ast.h"
@@ -42,6 +43,11 @@ class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : t_(std::move(tokens)) {}
 
+  // The error behind Run's `failure`.
+  TemplateError error(const Status& failure) const {
+    return error_.value_or(TemplateError{Cur().line, failure.message()});
+  }
+
   Result<std::unique_ptr<Program>> Run() {
     auto program = std::make_unique<Program>();
     std::string end;
@@ -60,15 +66,20 @@ class Parser {
    private:
     Parser* p_;
   };
-  Status TooDeep() const { return Fail("template nested too deeply (the limit is " + std::to_string(kMaxParseDepth) + " levels)"); }
+  Status TooDeep() {
+    return Fail("template nested too deeply (the limit is " + std::to_string(kMaxParseDepth) + " levels)");
+  }
   const Token& Cur() const { return t_[pos_]; }
   const Token& Peek(size_t k = 1) const { return t_[std::min(pos_ + k, t_.size() - 1)]; }
   bool IsOp(std::string_view op) const { return Cur().type == TokenType::kOp && Cur().text == op; }
   bool IsName(std::string_view n) const { return Cur().type == TokenType::kName && Cur().text == n; }
-  Status Fail(const std::string& msg) const {
-    return Status::InvalidArgument("line " + std::to_string(Cur().line) + ": " + msg);
+  Status Fail(std::string msg) { return FailAt(Cur().line, std::move(msg)); }
+  // Records the error (error()) and returns it as a Status.
+  Status FailAt(int line, std::string msg) {
+    error_ = TemplateError{line, std::move(msg)};
+    return error_->ToStatus();
   }
-  Status Unexpected(const std::string& expected) const {
+  Status Unexpected(const std::string& expected) {
     return Fail("unexpected " + Describe(Cur()) + " (expected " + expected + ")");
   }
   Status ExpectOp(std::string_view op) {
@@ -154,7 +165,7 @@ class Parser {
       MMIRAGE_ASSIGN_OR_RETURN(ExprPtr chain, ParseFilterChain(nullptr));
       // `{% filter %}` without a name (Jinja: "expected token 'name'").
       if (chain == nullptr) {
-        return Status::InvalidArgument("line " + std::to_string(line) + ": expected a filter name after 'filter'");
+        return FailAt(line, "expected a filter name after 'filter'");
       }
       s->exprs.push_back(std::move(chain));
       MMIRAGE_TRY(ExpectBlockEnd());
@@ -334,7 +345,7 @@ class Parser {
     auto e = NewExpr(ExprKind::kFilter, line);
     e->filter = FindFilter(name);
     if (e->filter == nullptr) {
-      return Status::InvalidArgument("line " + std::to_string(line) + ": no filter named '" + name + "'");
+      return FailAt(line, "no filter named '" + name + "'");
     }
     e->name = name;
     e->args.push_back(std::move(subject));
@@ -584,6 +595,7 @@ class Parser {
   std::vector<Token> t_;
   size_t pos_ = 0;
   int depth_ = 0;
+  std::optional<TemplateError> error_;
 };
 
 // The depth of the deepest expression tree in `body`, stopping early past `limit` (iterative: the trees may be
@@ -732,7 +744,7 @@ Result<ExprPtr> Parser::ParseTest(ExprPtr e) {
   }
   auto t = NewExpr(ExprKind::kTest, line);
   t->test = FindTest(name);
-  if (t->test == nullptr) return Status::InvalidArgument("line " + std::to_string(line) + ": no test named '" + name + "'");
+  if (t->test == nullptr) return FailAt(line, "no test named '" + name + "'");
   t->name = name;
   t->negated = negated;
   t->args.push_back(std::move(e));
@@ -824,14 +836,16 @@ Expr::~Expr() {
   }
 }
 
-Result<std::unique_ptr<Program>> ParseProgram(std::vector<Token> tokens) {
-  MMIRAGE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, Parser(std::move(tokens)).Run());
+std::variant<std::unique_ptr<Program>, TemplateError> ParseProgram(std::vector<Token> tokens) {
+  Parser parser(std::move(tokens));
+  Result<std::unique_ptr<Program>> program = parser.Run();
+  if (!program.ok()) return parser.error(program.status());
   int line = 0;
-  if (MaxExprDepth(program->body, kMaxExprTreeDepth, &line) > kMaxExprTreeDepth) {
-    return Status::InvalidArgument("line " + std::to_string(line) + ": expression nested too deeply (the limit is " +
-                                   std::to_string(kMaxExprTreeDepth) + " levels)");
+  if (MaxExprDepth((*program)->body, kMaxExprTreeDepth, &line) > kMaxExprTreeDepth) {
+    return TemplateError{line, "expression nested too deeply (the limit is " + std::to_string(kMaxExprTreeDepth) +
+                                   " levels)"};
   }
-  return program;
+  return std::move(*program);
 }
 
 }  // namespace mmirage::tmpl::internal

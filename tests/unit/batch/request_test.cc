@@ -142,7 +142,7 @@ TEST(BatchAnswerTest, ParsesOpenAiAndAnthropicResultLines) {
 }
 
 TEST(ApiKeyTest, MissingOrBlankKeyIsTheOriginalsMessage) {
-  config::EnvLookup none = [](const std::string&) -> std::optional<std::string> { return std::string("  "); };
+  config::VarLookup none = [](const std::string&) -> std::optional<std::string> { return std::string("  "); };
   EXPECT_EQ(CheckApiKey("anthropic", none).message(),
             "Missing environment variable(s) for provider 'anthropic': ['ANTHROPIC_API_KEY']");
 }

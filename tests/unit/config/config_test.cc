@@ -7,7 +7,7 @@
 namespace mmirage::config {
 namespace {
 
-EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
+VarLookup FakeVars(std::map<std::string, std::string> vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {
     auto it = vars.find(name);
     if (it == vars.end()) return std::nullopt;
@@ -15,9 +15,9 @@ EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
   };
 }
 
-Result<Config> Load(const std::string& yaml, std::map<std::string, std::string> env = {{"HOME", "/home/u"}}) {
+Result<Config> Load(const std::string& yaml, std::map<std::string, std::string> vars = {{"HOME", "/home/u"}}) {
   LoadOptions o;
-  o.env = FakeEnv(env);
+  o.vars = FakeVars(vars);
   return LoadConfigFromString(yaml, "cfg.yaml", o);
 }
 
@@ -53,17 +53,17 @@ TEST(ConfigTest, MinimalConfigGetsSpecDefaults) {
 }
 
 TEST(ConfigTest, EnvExpansionFollowsPythonExpandvars) {
-  EnvLookup env = FakeEnv({{"HOME", "/h"}, {"A", "x"}, {"A:-b", "weird"}});
-  EXPECT_EQ(ExpandEnvVars("$HOME/data", env), "/h/data");
-  EXPECT_EQ(ExpandEnvVars("${HOME}x", env), "/hx");
-  EXPECT_EQ(ExpandEnvVars("$UNSET and ${UNSET}", env), "$UNSET and ${UNSET}");
-  EXPECT_EQ(ExpandEnvVars("$$HOME", env), "$/h");
-  EXPECT_EQ(ExpandEnvVars("${A:-b}", env), "weird");
-  EXPECT_EQ(ExpandEnvVars("${B:-b}", env), "${B:-b}");
-  EXPECT_EQ(ExpandEnvVars("cost: 5$", env), "cost: 5$");
-  EXPECT_EQ(ExpandEnvVars("${unclosed", env), "${unclosed");
-  EXPECT_EQ(ExpandUser("~/x", env), "/h/x");
-  EXPECT_EQ(ExpandUser("~user/x", env), "~user/x");
+  VarLookup vars = FakeVars({{"HOME", "/h"}, {"A", "x"}, {"A:-b", "weird"}});
+  EXPECT_EQ(ExpandEnvVars("$HOME/data", vars), "/h/data");
+  EXPECT_EQ(ExpandEnvVars("${HOME}x", vars), "/hx");
+  EXPECT_EQ(ExpandEnvVars("$UNSET and ${UNSET}", vars), "$UNSET and ${UNSET}");
+  EXPECT_EQ(ExpandEnvVars("$$HOME", vars), "$/h");
+  EXPECT_EQ(ExpandEnvVars("${A:-b}", vars), "weird");
+  EXPECT_EQ(ExpandEnvVars("${B:-b}", vars), "${B:-b}");
+  EXPECT_EQ(ExpandEnvVars("cost: 5$", vars), "cost: 5$");
+  EXPECT_EQ(ExpandEnvVars("${unclosed", vars), "${unclosed");
+  EXPECT_EQ(ExpandUser("~/x", vars), "/h/x");
+  EXPECT_EQ(ExpandUser("~user/x", vars), "~user/x");
 }
 
 TEST(ConfigTest, ShardFieldsFallBackWhenTheVariableIsUnset) {
@@ -125,6 +125,23 @@ TEST(ConfigTest, TemplateErrorsInBlockScalarsPointAtTheTemplateLine) {
   EXPECT_NE(c.status().message().find("cfg.yaml:15:7:"), std::string::npos) << c.status().message();
 }
 
+// The template's own line (TemplateError::line) is placed in the YAML file; the "line N" of the template's
+// message is not repeated.
+TEST(ConfigTest, APromptTemplateErrorPointsAtItsYamlLine) {
+  std::string y = kMinimal;
+  y.replace(y.find("  outputs: []\n"), 14,
+            "  outputs:\n    - name: answer\n      type: llm\n      prompt: |\n        Question:\n\n"
+            "        {{ text | nosuch }}\n");
+  auto c = Load(y);
+  ASSERT_FALSE(c.ok());
+  const std::string m = c.status().message();
+  EXPECT_NE(m.find("cfg.yaml:17:9: processing_params.outputs[0].prompt: invalid Jinja template: no filter named "
+                   "'nosuch'\n"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(m.find("line 3"), std::string::npos) << m;
+}
+
 TEST(ConfigTest, UnknownKeysAreLocatedWarningsWithSuggestions) {
   std::string y = std::string(kMinimal) + "execution_params:\n  retyr: true\n";
   auto c = Load(y);
@@ -175,10 +192,10 @@ processing_params:
     a: "{{ ans.score }}"
 )";
 
-Result<Config> LoadSchema(const std::string& schema, std::map<std::string, std::string> env = {}) {
+Result<Config> LoadSchema(const std::string& schema, std::map<std::string, std::string> vars = {}) {
   std::string y = kLlm;
   y.replace(y.find("SCHEMA"), 6, schema);
-  return Load(y, env);
+  return Load(y, vars);
 }
 
 TEST(ConfigTest, JsonOutputSchemaFormsAreParsed) {

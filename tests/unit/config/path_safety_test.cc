@@ -21,7 +21,7 @@ std::string Load(const std::string& splits, const std::string& job_name) {
       "  output_schema: {a: \"{{ a }}\"}\n"
       "execution_params: {job_name: \"" + job_name + "\"}\n";
   LoadOptions o;
-  o.env = [](const std::string&) { return std::optional<std::string>(); };
+  o.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto c = LoadConfigFromString(yaml, "cfg.yaml", o);
   return c.ok() ? "OK" : c.status().message();
 }
@@ -64,7 +64,7 @@ std::string LoadLlm(const std::string& processor_extra, const std::string& serve
       "  outputs: [{name: s, type: llm, prompt: \"{{ a }}\"}]\n"
       "  output_schema: {s: \"{{ s }}\"}\n";
   LoadOptions o;
-  o.env = [](const std::string&) { return std::optional<std::string>(); };
+  o.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto c = LoadConfigFromString(yaml, "cfg.yaml", o);
   return c.ok() ? "OK" : c.status().message();
 }
@@ -102,7 +102,7 @@ Result<Config> LoadImageGen(const std::string& filename_template) {
       "\"}]\n"
       "  output_schema: {img: \"{{ img }}\"}\n";
   LoadOptions o;
-  o.env = [](const std::string&) { return std::optional<std::string>(); };
+  o.vars = [](const std::string&) { return std::optional<std::string>(); };
   return LoadConfigFromString(yaml, "cfg.yaml", o);
 }
 

@@ -99,7 +99,7 @@ class CrashConsistencyTest : public ::testing::Test {
                                      "  output_schema: {id: '{{ id }}', y: '{{ x.y + 1 }}'}\n") +
                        "execution_params: {commit_every_rows: 4, max_failed_rows: 5, cache: off}\n";
     config::LoadOptions o;
-    o.env = [](const std::string&) { return std::optional<std::string>(); };
+    o.vars = [](const std::string&) { return std::optional<std::string>(); };
     auto c = config::LoadConfigFromString(yaml, d_.Path("cfg.yaml"), o);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     config_ = std::move(*c);
@@ -200,7 +200,7 @@ void CrashConsistencyTest::CrashAtEverySyncPoint(bool redo, bool no_exchange) {
             << where;
       }
       ShardRecord rec = ShardState(Env::Default(), d_.Path("state"), shard).Read();
-      if (rec.status == "success") {
+      if (rec.status == ShardStatus::kSuccess) {
         EXPECT_TRUE(pipeline::ReadCompletedShard(Env::Default(), d_.Path("out"), shard).has_value()) << where;
       }
     }
@@ -214,7 +214,7 @@ void CrashConsistencyTest::CrashAtEverySyncPoint(bool redo, bool no_exchange) {
     EXPECT_EQ(Diff(ref_out, Snapshot(d_.Path("out"))), "") << where;
     EXPECT_EQ(Diff(ref_merged, Snapshot(d_.Path("merged"))), "") << where;
     for (int shard = 0; shard < 2; ++shard) {
-      EXPECT_EQ(ShardState(Env::Default(), d_.Path("state"), shard).Read().status, "success") << where;
+      EXPECT_EQ(ShardState(Env::Default(), d_.Path("state"), shard).Read().status, ShardStatus::kSuccess) << where;
     }
   }
   EXPECT_GE(crashes, total_ - 3);

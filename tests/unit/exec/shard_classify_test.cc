@@ -39,7 +39,7 @@ class ShardClassifyTest : public ::testing::Test {
   // A `running` status.json written by hand (host, pid, start time of our choosing).
   void WriteRunning(int64_t id, const std::string& host, int64_t pid, const std::string& started_at) {
     ShardRecord r;
-    r.status = "running";
+    r.status = ShardStatus::kRunning;
     r.retry_count = 1;
     r.shard_id = id;
     r.hostname = host;
@@ -57,7 +57,7 @@ class ShardClassifyTest : public ::testing::Test {
 TEST_F(ShardClassifyTest, MissingShardIsRetryableFailed) {
   Classification c = ClassifyShards(Options(2));
   ASSERT_EQ(c.shards.size(), 2u);
-  EXPECT_EQ(c.shards[1].status, "missing");
+  EXPECT_EQ(c.shards[1].status, ShardStatus::kMissing);
   EXPECT_EQ(c.shards[1].shard_class, ShardClass::kFailed);
   EXPECT_EQ(c.shards[1].attempts, 0);
   EXPECT_EQ(c.failed, (std::vector<int64_t>{0, 1}));
@@ -104,13 +104,13 @@ TEST_F(ShardClassifyTest, ExhaustedAtExactlyMaxRetriesPlusOneAttempts) {
 }
 
 TEST_F(ShardClassifyTest, PureClassification) {
-  EXPECT_EQ(ClassifyShard("success", false, 99, 0), ShardClass::kSuccessful);
-  EXPECT_EQ(ClassifyShard("running", false, 99, 0), ShardClass::kRunning);
-  EXPECT_EQ(ClassifyShard("running", true, 0, 0), ShardClass::kFailed);
-  EXPECT_EQ(ClassifyShard("running", true, 1, 0), ShardClass::kExhausted);
-  EXPECT_EQ(ClassifyShard("missing", false, 0, 0), ShardClass::kFailed);
-  EXPECT_EQ(ClassifyShard("unknown", false, 3, 3), ShardClass::kFailed);
-  EXPECT_EQ(ClassifyShard("unknown", false, 4, 3), ShardClass::kExhausted);
+  EXPECT_EQ(ClassifyShard(ShardStatus::kSuccess, false, 99, 0), ShardClass::kSuccessful);
+  EXPECT_EQ(ClassifyShard(ShardStatus::kRunning, false, 99, 0), ShardClass::kRunning);
+  EXPECT_EQ(ClassifyShard(ShardStatus::kRunning, true, 0, 0), ShardClass::kFailed);
+  EXPECT_EQ(ClassifyShard(ShardStatus::kRunning, true, 1, 0), ShardClass::kExhausted);
+  EXPECT_EQ(ClassifyShard(ShardStatus::kMissing, false, 0, 0), ShardClass::kFailed);
+  EXPECT_EQ(ClassifyShard(ShardStatus::kUnknown, false, 3, 3), ShardClass::kFailed);
+  EXPECT_EQ(ClassifyShard(ShardStatus::kUnknown, false, 4, 3), ShardClass::kExhausted);
 }
 
 TEST_F(ShardClassifyTest, LiveRunningShardShowsProgressAndEta) {
@@ -176,7 +176,7 @@ TEST(ShardClassifyHeartbeatTest, TheSlowerHeartbeatKeepsStaleDetectionWorking) {
   env.UseManualClock();
   for (double timeout : {15.0, 300.0}) {
     ShardRecord r;
-    r.status = "running";
+    r.status = ShardStatus::kRunning;
     r.retry_count = 1;
     r.hostname = "some-other-node";  // no pid test: only the heartbeat tells
     r.pid = 4242;
@@ -240,13 +240,13 @@ TEST_F(ShardClassifyTest, CorruptedStatusFileKeepsTheAttemptCount) {
   FailAttempts(0, 3);
   testing::WriteFile(dir_.Path("shard_0/status.json"), "{not json");
   Classification c = ClassifyShards(Options(1, /*max_retries=*/2));
-  EXPECT_EQ(c.shards[0].status, "unknown");
+  EXPECT_EQ(c.shards[0].status, ShardStatus::kUnknown);
   EXPECT_EQ(c.shards[0].attempts, 3);
   EXPECT_EQ(c.shards[0].shard_class, ShardClass::kExhausted);
   // Deleted instead of corrupted: still counted.
   testing::RunCommand("rm '" + dir_.Path("shard_0/status.json") + "'");
   c = ClassifyShards(Options(1, 2));
-  EXPECT_EQ(c.shards[0].status, "missing");
+  EXPECT_EQ(c.shards[0].status, ShardStatus::kMissing);
   EXPECT_EQ(c.shards[0].shard_class, ShardClass::kExhausted);
 }
 

@@ -38,7 +38,7 @@ TEST(FailureReportTest, SummaryCoversEveryShardOfEveryDataset) {
                   "    - {type: JSONL, path: y.jsonl, output_dir: " + d.Path("o2") + "}\n"
                   "processing_params:\n  inputs: []\n  outputs: []\n  output_schema: {a: b}\n";
   config::LoadOptions lo;
-  lo.env = [](const std::string&) { return std::optional<std::string>(); };
+  lo.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto c = config::LoadConfigFromString(y, d.Path("c.yaml"), lo);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(SummarizeFailures(Env::Default(), *c).rows_failed, 0);

@@ -201,7 +201,7 @@ config::Config LoadWith(const std::string& data, const std::string& out, std::op
                   "\n      output_dir: ${OUT_ROOT}" + out + "\nprocessing_params:\n  inputs: [{name: a, key: a}]\n"
                   "  outputs: []\n  output_schema: {a: '{{ a }}'}\n";
   config::LoadOptions o;
-  o.env = [var](const std::string& name) -> std::optional<std::string> {
+  o.vars = [var](const std::string& name) -> std::optional<std::string> {
     if (name == "OUT_ROOT") return var;
     return std::nullopt;
   };
@@ -264,7 +264,7 @@ TEST(InputIdentityTest, SlurmVariablesAreNotPartOfTheIdentity) {
                   "processing_params:\n  inputs: [{name: a, key: a}]\n  outputs: []\n  output_schema: {a: '{{ a }}'}\n";
   auto load = [&](std::optional<std::string> task) {
     config::LoadOptions o;
-    o.env = [task](const std::string& name) { return name == "SLURM_ARRAY_TASK_ID" ? task : std::nullopt; };
+    o.vars = [task](const std::string& name) { return name == "SLURM_ARRAY_TASK_ID" ? task : std::nullopt; };
     o.shard_id_override = 3;
     auto c = config::LoadConfigFromString(y, "t.yaml", o);
     EXPECT_TRUE(c.ok()) << c.status().ToString();

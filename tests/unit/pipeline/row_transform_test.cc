@@ -15,7 +15,7 @@ config::Config MakeConfig(const std::string& processing) {
   std::string y = "processors: []\nloading_params:\n  datasets: [{type: JSONL, path: d.jsonl, output_dir: o}]\n"
                   "processing_params:\n" + processing;
   config::LoadOptions o;
-  o.env = [](const std::string&) { return std::optional<std::string>(); };
+  o.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto c = config::LoadConfigFromString(y, "t.yaml", o);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return std::move(*c);
@@ -253,7 +253,7 @@ TEST(RowTransformTest, ImageValuesResolveAsPathsDataUrisBytesAndStructs) {
 
 TEST(RowTransformTest, PromptsNameImagesThroughPlaceholders) {
   config::LoadOptions o;
-  o.env = [](const std::string&) { return std::optional<std::string>(); };
+  o.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto c = config::LoadConfigFromString(
       "processors: [{type: llm, server_args: {model_path: m.gguf}}]\n"
       "loading_params:\n  datasets: [{type: JSONL, path: d.jsonl, output_dir: o}]\n"

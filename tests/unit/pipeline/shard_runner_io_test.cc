@@ -30,7 +30,7 @@ SyncCount RunCounted(int rows, int commit_every) {
                   "  output_schema: {u: '{{ t | upper }}'}\nexecution_params:\n  commit_every_rows: " +
                   std::to_string(commit_every) + "\n  commit_interval_seconds: 100000\n";
   config::LoadOptions lo;
-  lo.env = [](const std::string&) { return std::optional<std::string>(); };
+  lo.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto c = config::LoadConfigFromString(y, d.Path("c.yaml"), lo);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   if (!c.ok()) return {};

@@ -23,7 +23,7 @@ config::Config MakeConfig(const std::string& outputs, const std::string& schema)
                   "processing_params:\n  inputs: [{name: i, key: i}]\n  outputs:\n" + outputs +
                   "  remove_columns: true\n  output_schema: " + schema + "\n";
   config::LoadOptions o;
-  o.env = [](const std::string&) { return std::optional<std::string>(); };
+  o.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto c = config::LoadConfigFromString(y, "t.yaml", o);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return std::move(*c);

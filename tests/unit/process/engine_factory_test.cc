@@ -26,7 +26,7 @@ std::string Join(const std::vector<std::string>& v) {
   return s;
 }
 
-config::EnvLookup Env(std::map<std::string, std::string> vars) {
+config::VarLookup Vars(std::map<std::string, std::string> vars) {
   return [vars](const std::string& k) -> std::optional<std::string> {
     auto it = vars.find(k);
     return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
@@ -43,7 +43,7 @@ TEST(EngineFactoryTest, EndpointMapsToEngineOptionsWithTheKeyFromTheEnvironment)
   ep.max_retries = 3;
   ep.down_timeout_seconds = 9;
   p.llm.endpoint = ep;
-  auto o = MapOpenAiEngineOptions(p, Env({{"MY_KEY", "sk-1"}}));
+  auto o = MapOpenAiEngineOptions(p, Vars({{"MY_KEY", "sk-1"}}));
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->base_url, "http://h:1/v1");
   EXPECT_EQ(o->api_key, "sk-1");
@@ -55,10 +55,10 @@ TEST(EngineFactoryTest, EndpointMapsToEngineOptionsWithTheKeyFromTheEnvironment)
   EXPECT_EQ(o->num_gpus, 0);
 
   p.llm.endpoint->max_concurrency = 5;
-  EXPECT_EQ(MapOpenAiEngineOptions(p, Env({{"MY_KEY", "k"}}))->max_concurrency, 5);
+  EXPECT_EQ(MapOpenAiEngineOptions(p, Vars({{"MY_KEY", "k"}}))->max_concurrency, 5);
   p.llm.extra_engine_args = Value::EmptyObject();
   p.llm.endpoint->max_concurrency.reset();
-  EXPECT_EQ(MapOpenAiEngineOptions(p, Env({{"MY_KEY", "k"}}))->max_concurrency, 64);
+  EXPECT_EQ(MapOpenAiEngineOptions(p, Vars({{"MY_KEY", "k"}}))->max_concurrency, 64);
 }
 
 TEST(EngineFactoryTest, AnUnsetKeyVariableIsAnErrorThatDoesNotLeakAnything) {
@@ -66,15 +66,15 @@ TEST(EngineFactoryTest, AnUnsetKeyVariableIsAnErrorThatDoesNotLeakAnything) {
   p.llm.endpoint = config::EndpointConfig{};
   p.llm.endpoint->base_url = "http://h/v1";
   p.llm.endpoint->api_key_env = "MISSING";
-  auto o = MapOpenAiEngineOptions(p, Env({}));
+  auto o = MapOpenAiEngineOptions(p, Vars({}));
   ASSERT_FALSE(o.ok());
   EXPECT_TRUE(o.status().IsInvalidArgument());
   EXPECT_NE(o.status().message().find("'MISSING', which is not set"), std::string::npos);
 }
 
 TEST(EngineFactoryTest, OpenAiBackendNeedsAnEndpoint) {
-  EXPECT_TRUE(MapOpenAiEngineOptions(Llm("openai"), Env({})).status().IsInvalidArgument());
-  EXPECT_TRUE(MapOpenAiEngineOptions(Llm("llama-server"), Env({})).ok());  // managed: filled in at start
+  EXPECT_TRUE(MapOpenAiEngineOptions(Llm("openai"), Vars({})).status().IsInvalidArgument());
+  EXPECT_TRUE(MapOpenAiEngineOptions(Llm("llama-server"), Vars({})).ok());  // managed: filled in at start
 }
 
 TEST(EngineFactoryTest, SglangCommandCarriesServerArgsAndExtrasAsFlags) {
@@ -87,7 +87,7 @@ TEST(EngineFactoryTest, SglangCommandCarriesServerArgsAndExtrasAsFlags) {
   EXPECT_EQ(Join(*argv),
             "python -m sglang.launch_server --model-path Qwen/Qwen3-4B --host 127.0.0.1 --port 4321 --tp-size 2 "
             "--trust-remote-code --mem-fraction-static 0.85 --enable-mixed-chunk --max-running-requests 128");
-  EXPECT_EQ(MapOpenAiEngineOptions(p, Env({}))->num_gpus, 2);
+  EXPECT_EQ(MapOpenAiEngineOptions(p, Vars({}))->num_gpus, 2);
 }
 
 TEST(EngineFactoryTest, VllmCommandRenamesTheSglangKeys) {

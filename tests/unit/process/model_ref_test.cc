@@ -20,7 +20,7 @@ namespace {
 
 using testing::LocalHttpServer;
 
-config::EnvLookup Vars(std::map<std::string, std::string> vars) {
+config::VarLookup Vars(std::map<std::string, std::string> vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {
     auto it = vars.find(name);
     if (it == vars.end()) return std::nullopt;
@@ -74,7 +74,7 @@ class ResolveModelPathTest : public ::testing::Test {
                const std::string& contents) {
     testing::WriteFile(dir_.Path("hub/" + owner_repo + "/resolve/" + revision + "/" + path), contents);
   }
-  config::EnvLookup HubVars(std::map<std::string, std::string> extra = {}) {
+  config::VarLookup HubVars(std::map<std::string, std::string> extra = {}) {
     extra.emplace("HF_ENDPOINT", server_ ? server_->Url("") : "http://127.0.0.1:9");
     extra.emplace("MMIRAGE_CACHE", cache_);
     return Vars(extra);

@@ -62,7 +62,7 @@ TEST(Issue13FuzzLong, IteratingInvalidUtf8CountsEveryByteAgainstTheListLimit) {
 
 Result<config::Config> Load(const std::string& yaml) {
   config::LoadOptions o;
-  o.env = [](const std::string&) { return std::optional<std::string>(); };
+  o.vars = [](const std::string&) { return std::optional<std::string>(); };
   return config::LoadConfigFromString(yaml, "cfg.yaml", o);
 }
 

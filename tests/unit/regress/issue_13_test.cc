@@ -293,7 +293,7 @@ TEST(Issue13Fuzz, EmptyJsonIsAnErrorWithoutUndefinedBehaviour) {
 // fuzz_config: a dataset without `path` made yaml-cpp throw InvalidNode (an uncaught exception: abort).
 TEST(Issue13Fuzz, DatasetWithoutPathIsAConfigErrorNotAnAbort) {
   config::LoadOptions o;
-  o.env = [](const std::string&) { return std::optional<std::string>(); };
+  o.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto c = config::LoadConfigFromString(
       "processors: []\n"
       "loading_params:\n"

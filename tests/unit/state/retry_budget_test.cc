@@ -62,12 +62,51 @@ TEST(RetryBudgetTest, InterruptedAttemptsAreFree) {
   ShardState st(Env::Default(), d.path(), 0);
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(st.MarkRunning({}).ok());
-    ASSERT_TRUE(st.MarkFailed("interrupted by SIGINT after 0 rows (resumable)", 0).ok());
+    ASSERT_TRUE(st.MarkInterrupted("interrupted by SIGINT after 0 rows (resumable)", 0).ok());
   }
   EXPECT_EQ(st.Read().attempts_spent, 0);
   ASSERT_TRUE(st.MarkRunning({}).ok());
   ASSERT_TRUE(st.MarkFailed("boom", 0).ok());
   EXPECT_EQ(st.Read().attempts_spent, 1);
+}
+
+// Whether an attempt was interrupted is what the caller says, not what its message reads like.
+TEST(RetryBudgetTest, TheOutcomeDecidesNotTheErrorText) {
+  testing::TempDir d;
+  ShardState st(Env::Default(), d.path(), 0);
+  ASSERT_TRUE(st.MarkRunning({}).ok());
+  ASSERT_TRUE(st.MarkFailed("interrupted by SIGINT after 0 rows (resumable)", 0).ok());
+  ShardRecord r = st.Read();
+  EXPECT_EQ(r.attempts_spent, 1);
+  EXPECT_FALSE(r.last_attempt_interrupted);
+  ASSERT_TRUE(st.MarkRunning({}).ok());
+  ASSERT_TRUE(st.MarkInterrupted("stopped", 0).ok());
+  r = st.Read();
+  EXPECT_EQ(r.attempts_spent, 1);
+  EXPECT_TRUE(r.last_attempt_interrupted);
+  EXPECT_EQ(r.status, ShardStatus::kFailed);
+  EXPECT_EQ(r.error, "stopped");
+  // The next attempt is not interrupted (yet).
+  ASSERT_TRUE(st.MarkRunning({}).ok());
+  EXPECT_FALSE(st.Read().last_attempt_interrupted);
+}
+
+// attempts.log and status.json of an interrupted attempt (docs/state_format.md): the attempt line, then
+// "interrupted <attempt>"; status.json as for any failed attempt.
+TEST(RetryBudgetTest, AnInterruptedAttemptWritesTheDocumentedLines) {
+  testing::TempDir d;
+  ShardState st(Env::Default(), d.path(), 0);
+  ASSERT_TRUE(st.MarkRunning({}).ok());
+  ASSERT_TRUE(st.MarkInterrupted("interrupted by SIGTERM after 3 rows (resumable)", 2).ok());
+  std::string log = testing::ReadFile(d.Path("shard_0/attempts.log"));
+  size_t nl = log.find('\n');
+  ASSERT_NE(nl, std::string::npos);
+  EXPECT_EQ(log.substr(0, 2), "1 ");
+  EXPECT_EQ(log.substr(nl + 1), "interrupted 1\n");
+  std::string status = testing::ReadFile(d.Path("shard_0/status.json"));
+  EXPECT_NE(status.find("\"status\": \"failed\""), std::string::npos) << status;
+  EXPECT_NE(status.find("\"error\": \"interrupted by SIGTERM after 3 rows (resumable)\""), std::string::npos);
+  EXPECT_NE(status.find("\"failed_rows\": 2"), std::string::npos) << status;
 }
 
 TEST(RetryBudgetTest, OldLogLinesWithoutRowCountsAreSpent) {

@@ -32,19 +32,19 @@ TEST(ShardStateTest, NextAttemptRemovesStaleTempsOfAKilledWriterOnly) {
   EXPECT_FALSE(testing::Exists(old_temp));
   EXPECT_TRUE(testing::Exists(live_temp));  // a writer may be about to rename it
   EXPECT_TRUE(testing::Exists(other));      // not a temp of ours
-  EXPECT_EQ(st.Read().status, "running");
+  EXPECT_EQ(st.Read().status, ShardStatus::kRunning);
 }
 
 TEST(ShardStateTest, TransitionsWriteStatusAndOneMarker) {
   testing::TempDir d;
   ShardState st(Env::Default(), d.path(), 3);
-  EXPECT_EQ(st.Read().status, "missing");
+  EXPECT_EQ(st.Read().status, ShardStatus::kMissing);
   auto attempt = st.MarkRunning({});
   ASSERT_TRUE(attempt.ok());
   EXPECT_EQ(*attempt, 1);
   EXPECT_TRUE(testing::Exists(d.Path("shard_3/.RUNNING")));
   ShardRecord r = st.Read();
-  EXPECT_EQ(r.status, "running");
+  EXPECT_EQ(r.status, ShardStatus::kRunning);
   EXPECT_EQ(r.shard_id, 3);
   EXPECT_TRUE(r.stats.is_null());
   ASSERT_TRUE(st.MarkFailed("boom", 2).ok());
@@ -70,7 +70,7 @@ TEST(ShardStateTest, RetryBudgetSurvivesACorruptStatusFile) {
   ASSERT_TRUE(st.MarkRunning({}).ok());
   testing::WriteFile(d.Path("shard_0/status.json"), "{not json");
   ShardRecord r = st.Read();
-  EXPECT_EQ(r.status, "unknown");
+  EXPECT_EQ(r.status, ShardStatus::kUnknown);
   EXPECT_EQ(r.retry_count, 2);
   EXPECT_EQ(*st.MarkRunning({}), 3);
 }
@@ -111,7 +111,7 @@ TEST(ShardStateConcurrencyTest, TwoWritersNeverTearStatusJson) {
   EXPECT_EQ(torn.load(), 0);
   EXPECT_EQ(write_errors.load(), 0);
   ShardRecord r = ShardState(env, d.path(), 0).Read();
-  EXPECT_TRUE(r.status == "failed" || r.status == "success") << r.status;
+  EXPECT_TRUE(r.status == ShardStatus::kFailed || r.status == ShardStatus::kSuccess) << ShardStatusName(r.status);
 }
 
 }  // namespace

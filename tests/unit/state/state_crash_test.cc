@@ -50,8 +50,8 @@ TEST(StateCrashTest, ACrashAtEverySyncPointLeavesAnHonestRecord) {
     ASSERT_TRUE(env.SimulateCrash().ok());
     SCOPED_TRACE("crash at sync point " + std::to_string(k) + " after " + std::to_string(done) + " steps");
     ShardRecord r = ShardState(Env::Default(), state, 0).Read();
-    EXPECT_NE(r.status, "unknown") << "torn status.json";
-    if (r.status == "success") {
+    EXPECT_NE(r.status, ShardStatus::kUnknown) << "torn status.json";
+    if (r.status == ShardStatus::kSuccess) {
       EXPECT_EQ(done, 3) << "success recorded before MarkSuccess was reached";
     }
     EXPECT_GE(r.retry_count, started) << "an attempt that started is not counted";
@@ -59,7 +59,7 @@ TEST(StateCrashTest, ACrashAtEverySyncPointLeavesAnHonestRecord) {
     ShardState s(Env::Default(), state, 0);
     ASSERT_TRUE(s.MarkRunning({}).ok());
     ASSERT_TRUE(s.MarkSuccess(Value::EmptyObject(), 0).ok());
-    EXPECT_EQ(s.Read().status, "success");
+    EXPECT_EQ(s.Read().status, ShardStatus::kSuccess);
   }
 }
 

@@ -22,7 +22,7 @@ ShardReport Shard(int64_t id, double start, double load, double secs, double rat
   ShardReport s;
   s.shard_id = id;
   s.record.shard_id = id;
-  s.record.status = "success";
+  s.record.status = ShardStatus::kSuccess;
   s.record.retry_count = 1;
   s.timeline.push_back(Event(start, "start"));
   TimelineEntry l = Event(start + load, "loaded");
@@ -261,7 +261,7 @@ TEST(AdviceTest, LowTokensPerGpuAndLostAttempts) {
 
 TEST(AdviceTest, AttemptsComeFromTheTimelineOrFromStatusJson) {
   ShardRecord rec;
-  rec.status = "running";
+  rec.status = ShardStatus::kRunning;
   rec.retry_count = 2;
   std::vector<TimelineEntry> tl = {Event(10, "start", 1), Event(20, "end", 1), Event(30, "start", 2)};
   tl[1].outcome = "interrupted";
@@ -275,7 +275,7 @@ TEST(AdviceTest, AttemptsComeFromTheTimelineOrFromStatusJson) {
   EXPECT_DOUBLE_EQ(a[0].end, 20);
   EXPECT_EQ(a[1].outcome, "running");
   EXPECT_DOUBLE_EQ(a[1].end, 100);
-  rec.status = "failed";
+  rec.status = ShardStatus::kFailed;
   rec.started_at = "2026-01-02T03:04:05";
   rec.finished_at = "2026-01-02T03:04:15";
   rec.error = "boom";
@@ -285,6 +285,24 @@ TEST(AdviceTest, AttemptsComeFromTheTimelineOrFromStatusJson) {
   EXPECT_EQ(b[0].outcome, "failed");
   EXPECT_DOUBLE_EQ(b[0].end - b[0].start, 10);
   EXPECT_EQ(*b[0].slurm_job_id, "77");
+}
+
+// Without a timeline, an attempt is interrupted when the state says so (attempts.log), whatever its error reads.
+TEST(AdviceTest, AnAttemptWithoutATimelineIsInterruptedWhenTheRecordSaysSo) {
+  ShardRecord rec;
+  rec.status = ShardStatus::kFailed;
+  rec.retry_count = 1;
+  rec.started_at = "2026-01-02T03:04:05";
+  rec.finished_at = "2026-01-02T03:04:15";
+  rec.error = "connection interrupted by peer";
+  auto a = AttemptsFromTimeline({}, rec, 0);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].outcome, "failed");
+  rec.error = "stopped";
+  rec.last_attempt_interrupted = true;
+  a = AttemptsFromTimeline({}, rec, 0);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].outcome, "interrupted");
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ namespace {
 ShardStatsInput Shard(int64_t id, double start, double finish, double runtime, int64_t rows) {
   ShardStatsInput s;
   s.shard_id = id;
-  s.status = "success";
+  s.status = ShardStatus::kSuccess;
   s.started_at_seconds = start;
   s.finished_at_seconds = finish;
   ShardStats st;
@@ -69,7 +69,7 @@ TEST(AggregateStatsTest, WallClockSpansEarliestStartToLatestFinish) {
 
 TEST(AggregateStatsTest, OnlySuccessfulShardsWithStatsContribute) {
   ShardStatsInput failed = Shard(2, 0, 99999, 5, 1000);
-  failed.status = "failed";
+  failed.status = ShardStatus::kFailed;
   failed.failed_rows = 50;
   ShardStatsInput no_stats = Shard(3, 0, 99999, 5, 1000);
   no_stats.stats.reset();

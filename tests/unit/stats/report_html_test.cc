@@ -32,7 +32,7 @@ RunReport TwoShards() {
   for (int id = 0; id < 2; ++id) {
     ShardReport s;
     s.shard_id = id;
-    s.record.status = "success";
+    s.record.status = ShardStatus::kSuccess;
     s.record.retry_count = id + 1;
     s.record.hostname = "node-" + std::to_string(id);
     s.timeline.push_back(E(1000, 1, "start"));
@@ -78,7 +78,7 @@ RunReport TwoShards() {
   for (const auto& s : r.shards) {
     ShardStatsInput i;
     i.shard_id = s.shard_id;
-    i.status = "success";
+    i.status = ShardStatus::kSuccess;
     i.stats = s.stats;
     i.started_at_seconds = 1000;
     i.finished_at_seconds = 1081;
@@ -132,7 +132,7 @@ TEST(ReportHtmlTest, EmptyAndOddRunsRenderWithoutCrashing) {
   odd.shards[0].attempts = AttemptsFromTimeline(tl, odd.shards[0].record, 0);
   ShardReport bare;  // no timeline, no stats
   bare.shard_id = 2;
-  bare.record.status = "missing";
+  bare.record.status = ShardStatus::kMissing;
   odd.shards.push_back(bare);
   std::string o = RenderHtmlReport(odd, ComputeAdvice(odd));
   EXPECT_EQ(Count(o, "<svg"), Count(o, "</svg>"));

@@ -147,6 +147,31 @@ TEST_F(TemplateTest, ParseErrorsNameTheLine) {
   EXPECT_FALSE(ParseError("{{ 'unterminated }}").ok());
 }
 
+TEST_F(TemplateTest, ParseLocatedGivesTheErrorLineAsData) {
+  auto parsed = Template::ParseLocated("ok\n\n{{ x|uppper }}\n");
+  ASSERT_TRUE(std::holds_alternative<TemplateError>(parsed));
+  const TemplateError& e = std::get<TemplateError>(parsed);
+  EXPECT_EQ(e.line, 3);
+  EXPECT_EQ(e.message, "no filter named 'uppper'");
+  EXPECT_EQ(e.ToStatus().message(), "line 3: no filter named 'uppper'");
+  // Lexer errors and the expression-depth limit are located too.
+  auto lexed = Template::ParseLocated("a\nb\n{# never closed");
+  ASSERT_TRUE(std::holds_alternative<TemplateError>(lexed));
+  EXPECT_EQ(std::get<TemplateError>(lexed).line, 3);
+  EXPECT_EQ(std::get<TemplateError>(lexed).message, "missing end of comment tag");
+  std::string deep = "\n{{ 1";
+  for (int i = 0; i < 400; ++i) deep += " + 1";
+  deep += " }}";
+  auto too_deep = Template::ParseLocated(deep);
+  ASSERT_TRUE(std::holds_alternative<TemplateError>(too_deep));
+  EXPECT_EQ(std::get<TemplateError>(too_deep).line, 2);
+  // A message that itself reads "line N: ..." keeps its own line: nothing is parsed back out of the text.
+  auto odd = Template::ParseLocated("\n{{ x|line_1 }}");
+  ASSERT_TRUE(std::holds_alternative<TemplateError>(odd));
+  EXPECT_EQ(std::get<TemplateError>(odd).line, 2);
+  EXPECT_TRUE(std::holds_alternative<Template>(Template::ParseLocated("{{ x }}")));
+}
+
 TEST_F(TemplateTest, PlainVariable) {
   auto plain = [](std::string_view src) {
     auto t = Template::Parse(src);
