@@ -41,7 +41,7 @@ TEST(ShardRunnerRedoTest, RedoingFailedRowsHonoursBatchSize) {
       "  output_schema: {id: '{{ id }}', a: '{{ a }}'}\n"
       "execution_params: {max_failed_rows: " + std::to_string(kRows) + ", cache: off}\n";
   config::LoadOptions lo;
-  lo.env = [](const std::string&) { return std::optional<std::string>(); };
+  lo.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto config = config::LoadConfigFromString(yaml, d.Path("cfg.yaml"), lo);
   ASSERT_TRUE(config.ok()) << config.status().ToString();
 
