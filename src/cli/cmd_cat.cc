@@ -2,6 +2,7 @@
 // shard directory, a merged directory, an output_dir holding shard_<id> directories (shards in id order), an HF
 // save_to_disk Dataset or DatasetDict, or a .parquet, .arrow or JSONL file — so results can be read without Python.
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -13,17 +14,21 @@
 namespace mmirage::cli {
 namespace {
 
-// The shard_<id> directories of an output_dir, in id order (work directories `*.tmp.*` are skipped).
+// The shard_<id> directories of an output_dir, in id order (work directories `*.tmp.*` and ids past int64 are
+// skipped).
 std::vector<std::string> ShardDirs(Env* env, const std::string& dir) {
   std::vector<std::pair<int64_t, std::string>> shards;
   auto children = env->GetChildren(dir);
   if (!children.ok()) return {};
   for (const auto& c : *children) {
     if (c.rfind("shard_", 0) != 0 || c.size() == 6) continue;
-    std::string id = c.substr(6);
-    if (id.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string_view digits = std::string_view(c).substr(6);
+    int64_t id = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+    // Not a shard of ours: a sign, another character, or more digits than an int64 shard id holds.
+    if (digits[0] == '-' || ec != std::errc() || end != digits.data() + digits.size()) continue;
     if (!env->IsDirectory(JoinPath(dir, c))) continue;
-    shards.emplace_back(std::stoll(id), JoinPath(dir, c));
+    shards.emplace_back(id, JoinPath(dir, c));
   }
   std::sort(shards.begin(), shards.end());
   std::vector<std::string> out;
