@@ -72,14 +72,20 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
   std::map<int64_t, int64_t> attempts_before, uncounted;
   uint64_t stop_started_us = 0;
   bool killed = false;
+  bool start_failed = false;  // a worker could not be started: the others are stopped, the run fails
+  // Stops the run: no new worker; each running one gets `sig` (and SIGKILL after the grace period, below), and
+  // the loop goes on until every one is reaped, so that none outlives this call.
+  auto stop_workers = [&](int sig) {
+    stopping = true;
+    stop_started_us = env->MonotonicMicros();
+    queue.clear();
+    for (auto& w : running) (void)w.process->Signal(sig);
+  };
   while (!queue.empty() || !running.empty()) {
     if (StopRequested() && !stopping) {
       // Each worker is in its own process group (the terminal's Ctrl-C reaches only us), so it gets exactly one
       // stop signal, from here: it commits what is finished and exits resumable.
-      stopping = true;
-      stop_started_us = env->MonotonicMicros();
-      queue.clear();
-      for (auto& w : running) (void)w.process->Signal(StopSignal());
+      stop_workers(StopSignal());
     }
     if (stopping && !killed && !running.empty() &&
         env->MonotonicMicros() - stop_started_us > static_cast<uint64_t>(kStopGraceSeconds) * 1000000) {
@@ -104,7 +110,9 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       auto p = Subprocess::Start(so);
       if (!p.ok()) {
         LOG_ERROR("cannot start shard " << id << ": " << p.status().message());
-        return 1;
+        start_failed = true;
+        stop_workers(SIGTERM);
+        break;
       }
       LOG_INFO("Shard " << id << ": started (attempt #" << attempts_of(id).retry_count + 1 << ", pid "
                         << (*p)->pid() << ")");
@@ -146,6 +154,7 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
     }
     if (!reaped && !running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  if (start_failed) return 1;
   if (stopping) return 128 + StopSignal();
   // The workers' own reports scrolled by among the others: the failed rows of every shard once more, at the end.
   (void)pipeline::LogFailureSummary(env, config);
