@@ -342,7 +342,7 @@ Status ShardAttempt::StartGenerator() {
     process::EngineFactory factory = opt_.engine_factory ? opt_.engine_factory
                                                          : process::llm::DefaultEngineFactory(
                                                                {config_.loading.state_dir, opt_.shard_id, nullptr});
-    auto g = process::OutputGenerator::Create(config_, factory, &warnings);
+    auto g = process::OutputGenerator::Create(env_, config_, factory, &warnings);
     for (const auto& w : warnings) LOG_WARN(w);
     if (!g.ok()) return g.status();
     generator_ = std::move(*g);

@@ -95,11 +95,12 @@ struct Sample {
 class ImageGenProcessor final : public OutputProcessor {
  public:
   ImageGenProcessor(const config::Config& config, const config::Processor& p, const ImageGenStartOptions& o)
-      : config_(config), cfg_(p.image_gen), loc_(p.loc.ToString()), options_(o) {}
+      : config_(config), cfg_(p.image_gen), loc_(p.loc.ToString()), options_(o),
+        fs_(o.fs ? o.fs : Env::Default()) {}
   ~ImageGenProcessor() override { Shutdown(); }
 
   Status Start(std::vector<std::string>* warnings) {
-    uint64_t t0 = Env::Default()->MonotonicMicros();
+    uint64_t t0 = fs_->MonotonicMicros();
     config::EnvLookup env = options_.env ? options_.env : config::ProcessEnvLookup();
     std::string where = loc_ + ": processor 'image_gen': ";
     // Endpoint settings of the chosen backend.
@@ -141,8 +142,7 @@ class ImageGenProcessor final : public OutputProcessor {
     if (!urls.ok()) return urls.status().WithContext(where);
     urls_ = *urls;
     // Output directory: ~ expanded, absolute, created.
-    Env* fs = Env::Default();
-    output_dir_ = fs->AbsolutePath(config::ExpandUser(cfg_.output_dir, env));
+    output_dir_ = fs_->AbsolutePath(config::ExpandUser(cfg_.output_dir, env));
     while (output_dir_.size() > 1 && output_dir_.back() == '/') output_dir_.pop_back();
     format_ = ImageFormatFromName(cfg_.file_format);
     if (format_ == ImageFormat::kUnknown)
@@ -152,7 +152,7 @@ class ImageGenProcessor final : public OutputProcessor {
     bool any_path = false;
     for (const auto& o : config_.processing.outputs) any_path = any_path || (o.type == "image_gen" && o.output_mode == "path");
     if (any_path) {
-      Status s = fs->CreateDirs(output_dir_);
+      Status s = fs_->CreateDirs(output_dir_);
       if (!s.ok()) return s.WithContext(where + "cannot create output_dir");
     }
     MMIRAGE_TRY(Validate(where));
@@ -160,7 +160,7 @@ class ImageGenProcessor final : public OutputProcessor {
     if (!loop.ok()) return loop.status();
     loop_ = std::move(*loop);
     saver_ = std::thread([this] { SaverLoop(); });
-    load_seconds_ = static_cast<double>(fs->MonotonicMicros() - t0) / 1e6;
+    load_seconds_ = static_cast<double>(fs_->MonotonicMicros() - t0) / 1e6;
     (void)warnings;
     return Status::OK();
   }
@@ -238,7 +238,7 @@ class ImageGenProcessor final : public OutputProcessor {
 
  private:
   Status StartServer(const config::ImageGenSglang& s, const std::string& where) {
-    std::string dir = options_.log_dir.empty() ? Env::Default()->AbsolutePath(".") : options_.log_dir;
+    std::string dir = options_.log_dir.empty() ? fs_->AbsolutePath(".") : options_.log_dir;
     auto server =
         StartImageServer(s, JoinPath(dir, "sglang_image_server_shard_" + std::to_string(options_.shard_id) + ".log"));
     if (!server.ok()) return server.status().WithContext(where);
@@ -400,7 +400,7 @@ class ImageGenProcessor final : public OutputProcessor {
     std::string path = output_dir_ + "/" + file;
     if (Dirname(path) != output_dir_ || file.find('/') != std::string::npos)  // by construction; checked anyway
       return Status::Internal("refusing to write outside output_dir: " + path);
-    Status w = WriteFileAtomically(Env::Default(), path, out);
+    Status w = WriteFileAtomically(fs_, path, out);
     if (!w.ok()) return w.WithContext("cannot write " + path);
     *value = Value(path);
     return Status::OK();
@@ -429,6 +429,7 @@ class ImageGenProcessor final : public OutputProcessor {
   const config::ImageGenProcessor cfg_;
   const std::string loc_;
   const ImageGenStartOptions options_;
+  Env* const fs_;  // options_.fs or Env::Default(): every file and clock access
   ImageGenUrls urls_;
   std::vector<std::string> headers_;
   std::string request_model_;

@@ -46,7 +46,7 @@ struct Harness {
       return Result<std::unique_ptr<engine::Engine>>(std::move(e));
     };
     std::vector<std::string> warnings;
-    auto gen = process::OutputGenerator::Create(c, factory, &warnings);
+    auto gen = process::OutputGenerator::Create(Env::Default(), c, factory, &warnings);
     EXPECT_TRUE(gen.ok()) << gen.status().ToString();
     RowTransform t(&c, Env::Default(), "");
     RowStream stream(Env::Default(), DatasetPart{"", {dir.Path("d.jsonl")}}, RowRange{0, UINT64_MAX});
