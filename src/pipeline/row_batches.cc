@@ -40,6 +40,7 @@ struct Channel {
   bool reader_finished = false;
   bool stop = false;
   Status reader_status;
+  Status fatal;  // an exception in a worker: a fault of the program or the machine, not of a row; ends the run
 };
 
 }  // namespace
@@ -138,8 +139,9 @@ Status RunRowBatches(RowStream* stream, const RowTransform& transform, const Row
         ProcessedBatch out;
         out.lines.reserve(b.text.size() + b.text.size() / 2);
         for (const auto& r : b.rows) {
-          // No exception may leave a worker thread (it would terminate the process): the engines report data
-          // errors as values, and anything else thrown (an allocation failure on hostile data) fails the row.
+          // No exception may leave a worker thread (it would terminate the process). Data errors arrive as
+          // values, so whatever is thrown (a bug, memory exhausted) is not the row's failure and is not recorded as
+          // one: the run stops with an internal error naming the row.
           try {
             if (r.value != SIZE_MAX) {
               ProcessRowValue(transform, r.index, *r.file, r.line, b.values[r.value], &out);
@@ -148,8 +150,13 @@ Status RunRowBatches(RowStream* stream, const RowTransform& transform, const Row
                          &out);
             }
           } catch (const std::exception& e) {
-            out.failures.push_back({r.index, *r.file + ":" + std::to_string(r.line),
-                                    RowError{Stage::kRenderOutput, std::string("internal error: ") + e.what()}});
+            std::lock_guard<std::mutex> l(ch.mu);
+            if (ch.fatal.ok()) {
+              ch.fatal = Status::Internal(*r.file + ":" + std::to_string(r.line) + ": internal error: " + e.what());
+            }
+            ch.stop = true;
+            ch.cv.notify_all();
+            return;
           }
         }
         std::lock_guard<std::mutex> l(ch.mu);
@@ -167,8 +174,9 @@ Status RunRowBatches(RowStream* stream, const RowTransform& transform, const Row
     {
       std::unique_lock<std::mutex> l(ch.mu);
       ch.cv.wait(l, [&] {
-        return ch.done.count(next) > 0 || (ch.reader_finished && ch.in_flight == 0);
+        return ch.done.count(next) > 0 || (ch.reader_finished && ch.in_flight == 0) || !ch.fatal.ok();
       });
+      if (!ch.fatal.ok()) break;
       auto it = ch.done.find(next);
       if (it == ch.done.end()) break;  // reader finished and everything was handed over
       batch = std::move(it->second);
@@ -192,6 +200,7 @@ Status RunRowBatches(RowStream* stream, const RowTransform& transform, const Row
   }
   reader.join();
   for (auto& w : workers) w.join();
+  if (result.ok()) result = ch.fatal;
   if (result.ok()) result = ch.reader_status;
   return result;
 }
