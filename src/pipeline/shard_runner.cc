@@ -442,6 +442,8 @@ Status ShardAttempt::RunWork(DatasetWork* w) {
     s = ProcessDataset(env_, config_, *w->plan, generator_.get(), writer, &totals_, &progress_);
   }
   if (!s.ok()) {
+    // The generations of abandoned rows end here (their results are not recorded).
+    if (generator_) generator_->Shutdown();
     // Keep what is committed: the next attempt resumes from there.
     if (s.IsUnavailable() && StopRequested()) {
       Status c = writer->Commit();
