@@ -21,6 +21,7 @@
 #include "batch/shard.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "batch/cache.h"
 #include "batch/collect.h"
@@ -68,166 +69,231 @@ bool SameIdentity(const BatchJournal& journal, const BatchShardContext& ctx) {
   return *journal.fingerprint() == ctx.fingerprint;
 }
 
-}  // namespace
-
-Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
-  BatchShardReport report;
-  BatchSubmitter submitter(ctx);
-  ctx->start_us = ctx->env->MonotonicMicros();
-  MMIRAGE_TRY(Validate(*ctx));
+// Sets ctx->identity (one resume identity per dataset) and its fingerprint.
+void SetIdentity(BatchShardContext* ctx) {
   ctx->identity = Value::EmptyArray();
   for (size_t d = 0; d < ctx->config.loading.datasets.size(); ++d) {
     ctx->identity.Push(pipeline::DatasetIdentity(ctx->env, ctx->config, d, ctx->shard_id()));
   }
   ctx->fingerprint = pipeline::IdentityFingerprint(ctx->identity);
-  if (!ctx->options.export_prompts.empty()) {
-    if (ctx->num_stages() > 1) {
-      LOG_WARN("--export-prompts: outputs whose prompt reads another batch output are not exported (their "
-               "requests need that output's answers)");
-    }
-    MMIRAGE_TRY(submitter.Export());
-    report.outcome = BatchOutcome::kExported;
-    report.export_path = ctx->export_path;
-    return report;
+}
+
+// --export-prompts: writes the requests of stage 0; nothing is sent and no state changes. Errors: the export file.
+Result<BatchShardReport> ExportPrompts(BatchShardContext* ctx) {
+  if (ctx->num_stages() > 1) {
+    LOG_WARN("--export-prompts: outputs whose prompt reads another batch output are not exported (their "
+             "requests need that output's answers)");
   }
+  BatchSubmitter submitter(ctx);
+  MMIRAGE_TRY(submitter.Export());
+  BatchShardReport report;
+  report.outcome = BatchOutcome::kExported;
+  report.export_path = ctx->export_path;
+  return report;
+}
+
+// Sets ctx->provider and ctx->journal. Errors: a missing API key, an unreadable journal.
+Status OpenProviderAndJournal(BatchShardContext* ctx) {
   config::VarLookup lookup = ctx->options.vars ? ctx->options.vars : config::ProcessVarLookup();
   MMIRAGE_ASSIGN_OR_RETURN(ctx->provider, batch::BatchProvider::Create(ctx->batch_api(), lookup, ctx->env,
                                                                      ctx->options.retry_base_seconds));
   MMIRAGE_ASSIGN_OR_RETURN(ctx->journal, BatchJournal::Open(ctx->env, JoinPath(ctx->state.dir(), "batch")));
-  bool fresh = !ctx->journal->fingerprint().has_value();
-  // Submitted requests are paid for: a change of config or input data is refused (never silently mixed, never
-  // silently thrown away), saying what changed and how to go on.
-  if (!fresh && !SameIdentity(*ctx->journal, *ctx)) {
-    const std::string what = DescribeChange(*ctx->journal, *ctx);
-    if (ctx->state.Read().status == ShardStatus::kSuccess) {
-      return Status::InvalidArgument(
-          "shard " + std::to_string(ctx->shard_id()) + " was published from another version of the config or its "
-          "input data (" + what + "; journal " + ctx->journal->dir() + "/journal.jsonl); run the edited config with "
-          "another state_dir (with temperature 0 or a seed, the generation cache answers every request that did not "
-          "change), or remove that directory");
-    }
-    return Status::InvalidArgument("the config or its input data changed since shard " +
-                                   std::to_string(ctx->shard_id()) + "'s batches were submitted (" + what +
-                                   "; journal " + ctx->journal->dir() + "/journal.jsonl); restore them (and "
-                                   "collect), or remove that directory to start over");
+  return Status::OK();
+}
+
+// Submitted requests are paid for: a change of config or input data since the journal's requests were made is
+// refused (never silently mixed, never silently thrown away), saying what changed and how to go on.
+Status RefuseChangedIdentity(const BatchShardContext& ctx) {
+  if (SameIdentity(*ctx.journal, ctx)) return Status::OK();
+  const std::string what = DescribeChange(*ctx.journal, ctx);
+  if (ctx.state.Read().status == ShardStatus::kSuccess) {
+    return Status::InvalidArgument(
+        "shard " + std::to_string(ctx.shard_id()) + " was published from another version of the config or its "
+        "input data (" + what + "; journal " + ctx.journal->dir() + "/journal.jsonl); run the edited config with "
+        "another state_dir (with temperature 0 or a seed, the generation cache answers every request that did not "
+        "change), or remove that directory");
   }
-  auto fail = [&](const Status& s) -> Status {
-    Status m = ctx->state.MarkFailed(s.message(), report.rows_failed);
+  return Status::InvalidArgument("the config or its input data changed since shard " +
+                                 std::to_string(ctx.shard_id()) + "'s batches were submitted (" + what +
+                                 "; journal " + ctx.journal->dir() + "/journal.jsonl); restore them (and "
+                                 "collect), or remove that directory to start over");
+}
+
+// The lifecycle of a shard whose journal is open: a step loop over submit (the first stage not sealed), collect
+// and publish (every stage sealed), and waiting while batches are in progress. A step's error is recorded as the
+// shard's failure in the state directory (except usage errors and errors of the state file itself).
+class Lifecycle {
+ public:
+  Lifecycle(BatchShardContext* ctx, bool fresh)
+      : ctx_(ctx), submitter_(ctx), fresh_(fresh), wait_(ctx->options.wait.value_or(ctx->batch_api().wait)) {}
+
+  Result<BatchShardReport> Run() {
+    cache_ = BatchCache::Open(ctx_);  // closed (sealed) on every way out
+    if (fresh_) MMIRAGE_TRY(Start());
+    while (true) {
+      int64_t stage = 0;
+      while (stage < ctx_->num_stages() && ctx_->journal->sealed(stage)) ++stage;
+      MMIRAGE_ASSIGN_OR_RETURN(Step step, stage < ctx_->num_stages() ? SubmitStage(stage) : CollectAndPublish());
+      if (step == Step::kComplete) return report_;
+      if (step == Step::kSubmitted) continue;
+      MMIRAGE_ASSIGN_OR_RETURN(bool poll_again, RecordInProgress());
+      if (!poll_again) return report_;
+    }
+  }
+
+ private:
+  enum class Step {
+    kSubmitted,   // a stage was submitted: look at the journal again
+    kInProgress,  // some batch is still at the provider
+    kComplete,    // published
+  };
+
+  // Records `s` as the shard's failure (logged when that fails too) and returns it.
+  Status Fail(const Status& s) {
+    Status m = ctx_->state.MarkFailed(s.message(), report_.rows_failed);
     if (!m.ok()) LOG_ERROR("cannot record the failure in the state directory: " << m.message());
     return s;
-  };
-  bool wait = ctx->options.wait.value_or(ctx->batch_api().wait);
-  if (!fresh && !ctx->options.resubmit_failed && ctx->state.Read().status == ShardStatus::kSuccess &&
-      ctx->journal->sealed(ctx->num_stages() - 1)) {
-    LOG_INFO("shard " << ctx->shard_id() << ": already complete; kept");
-    report.outcome = BatchOutcome::kComplete;
-    return report;
   }
-  const int64_t stages = ctx->num_stages();
-  std::unique_ptr<BatchCache> cache = BatchCache::Open(ctx);  // closed (sealed) on every way out
-  auto store = [&]() {
-    if (!cache) return;
-    Status s = cache->StoreAnswers();
-    if (!s.ok()) {
-      LOG_WARN("shard " << ctx->shard_id() << ": answers not stored in the generation cache: " << s.message());
-    }
-  };
-  if (fresh) {
-    if (ctx->options.collect_only) {
-      return Status::InvalidArgument("shard " + std::to_string(ctx->shard_id()) +
+
+  // A fresh journal: the shard is marked running and the journal's start event written. Errors: `collect` on a
+  // shard never submitted, the state file, the journal.
+  Status Start() {
+    if (ctx_->options.collect_only) {
+      return Status::InvalidArgument("shard " + std::to_string(ctx_->shard_id()) +
                                      " has no submitted batches; run `mmirage run` first");
     }
     ShardState::RunInfo info;
     Value ds = Value::EmptyArray();
-    for (const auto& d : ctx->config.loading.datasets) {
+    for (const auto& d : ctx_->config.loading.datasets) {
       Value x = Value::EmptyObject();
       x.Set("image_base_path", d.image_base_path ? Value(*d.image_base_path) : Value());
       x.Set("output_dir", d.output_dir);
       ds.Push(x);
     }
     info.datasets = ds;
-    info.slurm_job_id = ctx->options.slurm_job_id;
-    info.slurm_array_task_id = ctx->options.slurm_array_task_id;
-    MMIRAGE_TRY(ctx->state.MarkRunning(info).status());
+    info.slurm_job_id = ctx_->options.slurm_job_id;
+    info.slurm_array_task_id = ctx_->options.slurm_array_task_id;
+    MMIRAGE_TRY(ctx_->state.MarkRunning(info).status());
     Value e = Value::EmptyObject();
     e.Set("event", "start");
-    e.Set("fingerprint", std::to_string(ctx->fingerprint));
-    e.Set("identity", ctx->identity);
+    e.Set("fingerprint", std::to_string(ctx_->fingerprint));
+    e.Set("identity", ctx_->identity);
     e.Set("id", RandomRunId() + RandomRunId());  // batch keys of this journal only, not of a removed one
-    Status s = ctx->journal->Append(e);
-    if (!s.ok()) return fail(s);
+    Status s = ctx_->journal->Append(e);
+    if (!s.ok()) return Fail(s);
+    return Status::OK();
   }
-  bool submitted_now = false;
-  while (true) {
-    int64_t stage = 0;
-    while (stage < stages && ctx->journal->sealed(stage)) ++stage;
-    if (stage < stages) {
-      if (stage > 0) {  // the earlier stages' answers must all be in
-        auto done = PollBatches(ctx, &report);
-        if (!done.ok()) return fail(done.status());
-        if (!*done) goto in_progress;
-        Status s = LoadAnswers(ctx);
-        if (!s.ok()) return fail(s);
-        store();
-      } else if (ctx->options.collect_only && !fresh && ctx->journal->chunks().empty()) {
-        return Status::InvalidArgument("shard " + std::to_string(ctx->shard_id()) + " has no submitted batches");
+
+  // Polls the batches; when all are done, loads their answers and stores them in the generation cache. False
+  // while some batch is in progress.
+  Result<bool> CollectAnswers() {
+    auto done = PollBatches(ctx_, &report_);
+    if (!done.ok()) return Fail(done.status());
+    if (!*done) return false;
+    Status s = LoadAnswers(ctx_);
+    if (!s.ok()) return Fail(s);
+    if (cache_) {
+      Status st = cache_->StoreAnswers();
+      if (!st.ok()) {
+        LOG_WARN("shard " << ctx_->shard_id() << ": answers not stored in the generation cache: " << st.message());
       }
-      if (!fresh && stage == 0) LOG_INFO("shard " << ctx->shard_id() << ": resuming the submission");
-      if (stage > 0 || !fresh) MMIRAGE_TRY(ctx->state.MarkRunning({}).status());
-      // Requests the generation cache answers are decided once per stage, before its first chunk.
-      Status s = cache ? cache->PlanStage(stage) : Status::OK();
-      if (s.ok()) s = LoadCacheHits(ctx);
-      if (s.ok()) s = submitter.SubmitStage(stage);
-      if (!s.ok()) return fail(s);
-      submitted_now = stage == 0;
-      fresh = false;
-      continue;
     }
-    {
-      auto done = PollBatches(ctx, &report);
-      if (!done.ok()) return fail(done.status());
-      if (!*done) goto in_progress;
-      Status s = LoadAnswers(ctx);
-      if (!s.ok()) return fail(s);
-      store();
-      if (ctx->options.resubmit_failed) {
-        auto again = submitter.ResubmitFailed();
-        if (!again.ok()) return fail(again.status());
-        if (*again) {
-          auto d2 = PollBatches(ctx, &report);
-          if (!d2.ok()) return fail(d2.status());
-          goto in_progress;
-        }
+    return true;
+  }
+
+  // Submits `stage` (the first one not sealed) once the earlier stages' answers are all in: kSubmitted, or
+  // kInProgress while they are not.
+  Result<Step> SubmitStage(int64_t stage) {
+    if (stage > 0) {  // the earlier stages' answers must all be in
+      MMIRAGE_ASSIGN_OR_RETURN(bool all_in, CollectAnswers());
+      if (!all_in) return Step::kInProgress;
+    } else if (ctx_->options.collect_only && !fresh_ && ctx_->journal->chunks().empty()) {
+      return Status::InvalidArgument("shard " + std::to_string(ctx_->shard_id()) + " has no submitted batches");
+    }
+    if (!fresh_ && stage == 0) LOG_INFO("shard " << ctx_->shard_id() << ": resuming the submission");
+    if (stage > 0 || !fresh_) MMIRAGE_TRY(ctx_->state.MarkRunning({}).status());
+    // Requests the generation cache answers are decided once per stage, before its first chunk.
+    Status s = cache_ ? cache_->PlanStage(stage) : Status::OK();
+    if (s.ok()) s = LoadCacheHits(ctx_);
+    if (s.ok()) s = submitter_.SubmitStage(stage);
+    if (!s.ok()) return Fail(s);
+    submitted_now_ = stage == 0;
+    fresh_ = false;
+    return Step::kSubmitted;
+  }
+
+  // Every stage is sealed: collects the answers (and with --resubmit-failed submits the failed requests again)
+  // and publishes the shard: kComplete, or kInProgress while some batch is not done.
+  Result<Step> CollectAndPublish() {
+    MMIRAGE_ASSIGN_OR_RETURN(bool all_in, CollectAnswers());
+    if (!all_in) return Step::kInProgress;
+    if (ctx_->options.resubmit_failed) {
+      auto again = submitter_.ResubmitFailed();
+      if (!again.ok()) return Fail(again.status());
+      if (*again) {
+        auto polled = PollBatches(ctx_, &report_);  // counts the resubmitted batches in the report
+        if (!polled.ok()) return Fail(polled.status());
+        return Step::kInProgress;
       }
-      s = PublishShard(ctx, &report);
-      if (!s.ok()) return fail(s);
-      report.outcome = BatchOutcome::kComplete;
-      LOG_INFO("Shard " << ctx->shard_id() << " done: " << report.rows_written << " rows written, "
-                        << report.rows_failed << " failed (" << report.batches_total << " batches, " << report.requests_total
-                        << " requests submitted, " << report.requests_cached << " answered by the generation cache)");
-      return report;
     }
-  in_progress:
-    {
-      Status m = ctx->state.MarkSubmitted(BatchInfo(*ctx, report));
-      if (!m.ok()) return m;
+    Status s = PublishShard(ctx_, &report_);
+    if (!s.ok()) return Fail(s);
+    report_.outcome = BatchOutcome::kComplete;
+    LOG_INFO("Shard " << ctx_->shard_id() << " done: " << report_.rows_written << " rows written, "
+                      << report_.rows_failed << " failed (" << report_.batches_total << " batches, "
+                      << report_.requests_total << " requests submitted, " << report_.requests_cached
+                      << " answered by the generation cache)");
+    return Step::kComplete;
+  }
+
+  // Records the shard as submitted with its progress. True to poll again after poll_interval_seconds (wait);
+  // false to return, with the outcome set (no wait, or a stop request). Errors: the state file.
+  Result<bool> RecordInProgress() {
+    MMIRAGE_TRY(ctx_->state.MarkSubmitted(BatchInfo(*ctx_, report_)));
+    LOG_INFO("shard " << ctx_->shard_id() << ": " << report_.requests_done << "/" << report_.requests_total
+                      << " requests done, " << report_.batches_done << "/" << report_.batches_total << " batches");
+    if (!wait_) {
+      report_.outcome = submitted_now_ ? BatchOutcome::kSubmitted : BatchOutcome::kInProgress;
+      return false;
     }
-    LOG_INFO("shard " << ctx->shard_id() << ": " << report.requests_done << "/" << report.requests_total
-                      << " requests done, " << report.batches_done << "/" << report.batches_total << " batches");
-    if (!wait) {
-      report.outcome = submitted_now ? BatchOutcome::kSubmitted : BatchOutcome::kInProgress;
-      return report;
-    }
-    int64_t secs = std::max<int64_t>(0, ctx->batch_api().poll_interval_seconds);
-    for (int64_t i = 0; i < secs * 10 && !StopRequested(); ++i) ctx->env->SleepMicros(100000);
+    int64_t secs = std::max<int64_t>(0, ctx_->batch_api().poll_interval_seconds);
+    for (int64_t i = 0; i < secs * 10 && !StopRequested(); ++i) ctx_->env->SleepMicros(100000);
     if (StopRequested()) {
-      report.outcome = BatchOutcome::kInProgress;
-      return report;
+      report_.outcome = BatchOutcome::kInProgress;
+      return false;
     }
+    return true;
   }
+
+  BatchShardContext* ctx_;
+  BatchSubmitter submitter_;
+  std::unique_ptr<BatchCache> cache_;
+  BatchShardReport report_;
+  bool fresh_;                  // the journal has no start event yet
+  bool submitted_now_ = false;  // this call submitted stage 0
+  const bool wait_;             // poll until done instead of returning while in progress
+};
+
+}  // namespace
+
+Result<BatchShardReport> RunShard(BatchShardContext* ctx) {
+  ctx->start_us = ctx->env->MonotonicMicros();
+  MMIRAGE_TRY(Validate(*ctx));
+  SetIdentity(ctx);
+  if (!ctx->options.export_prompts.empty()) return ExportPrompts(ctx);
+  MMIRAGE_TRY(OpenProviderAndJournal(ctx));
+  bool fresh = !ctx->journal->fingerprint().has_value();
+  if (!fresh) MMIRAGE_TRY(RefuseChangedIdentity(*ctx));
+  if (!fresh && !ctx->options.resubmit_failed && ctx->state.Read().status == ShardStatus::kSuccess &&
+      ctx->journal->sealed(ctx->num_stages() - 1)) {
+    LOG_INFO("shard " << ctx->shard_id() << ": already complete; kept");
+    BatchShardReport report;
+    report.outcome = BatchOutcome::kComplete;
+    return report;
+  }
+  Lifecycle lifecycle(ctx, fresh);
+  return lifecycle.Run();
 }
-
-
 
 bool IsBatchConfig(const config::Config& config) {
   for (const auto& o : config.processing.outputs)

@@ -155,6 +155,139 @@ Status ConvertListView(const arrow::Array& a, const std::string& column, std::ve
   return Status::OK();
 }
 
+// Appends f(array, i) for each element of `a` (an ArrayT), null for the null ones.
+template <typename ArrayT, typename F>
+void ConvertEach(const arrow::Array& a, std::vector<Value>* out, F f) {
+  const auto& arr = static_cast<const ArrayT&>(a);
+  for (int64_t i = 0; i < arr.length(); ++i) {
+    if (arr.IsNull(i)) out->emplace_back();
+    else out->push_back(f(arr, i));
+  }
+}
+
+// A map: an object when its keys are strings, else a list of [key, value] pairs.
+Status ConvertMap(const arrow::Array& arr, const std::string& column, std::vector<Value>* out) {
+  using T = arrow::Type;
+  const auto& m = static_cast<const arrow::MapArray&>(arr);
+  const int64_t n = arr.length();
+  if (n == 0) return Status::OK();
+  int64_t start = m.value_offset(0), end = m.value_offset(n - 1) + m.value_length(n - 1);
+  std::vector<Value> keys, items;
+  MMIRAGE_TRY(Convert(*m.keys()->Slice(start, end - start), column, &keys));
+  MMIRAGE_TRY(Convert(*m.items()->Slice(start, end - start), column, &items));
+  const auto key_type = m.keys()->type_id();
+  const bool string_keys = key_type == T::STRING || key_type == T::LARGE_STRING || key_type == T::STRING_VIEW;
+  for (int64_t i = 0; i < n; ++i) {
+    if (m.IsNull(i)) {
+      out->emplace_back();
+      continue;
+    }
+    int64_t off = m.value_offset(i) - start, len = m.value_length(i);
+    if (string_keys) {
+      Value obj = Value::EmptyObject();
+      for (int64_t j = 0; j < len; ++j)
+        obj.Set(keys[static_cast<size_t>(off + j)].as_string(), std::move(items[static_cast<size_t>(off + j)]));
+      out->push_back(std::move(obj));
+    } else {
+      Value::Array pairs;
+      for (int64_t j = 0; j < len; ++j)
+        pairs.emplace_back(Value::Array{keys[static_cast<size_t>(off + j)], items[static_cast<size_t>(off + j)]});
+      out->emplace_back(std::move(pairs));
+    }
+  }
+  return Status::OK();
+}
+
+// A struct: an object with the fields in order (errors name the column as `column.field`).
+Status ConvertStruct(const arrow::Array& arr, const std::string& column, std::vector<Value>* out) {
+  const auto& s = static_cast<const arrow::StructArray&>(arr);
+  const auto& st = static_cast<const arrow::StructType&>(*s.type());
+  const int nf = st.num_fields();
+  std::vector<std::vector<Value>> fields(static_cast<size_t>(nf));
+  for (int f = 0; f < nf; ++f) {
+    // field(f) is the field sliced to this array's offset and length.
+    auto child = s.field(f);
+    MMIRAGE_TRY(Convert(*child, column + "." + st.field(f)->name(), &fields[static_cast<size_t>(f)]));
+  }
+  for (int64_t i = 0; i < arr.length(); ++i) {
+    if (s.IsNull(i)) {
+      out->emplace_back();
+      continue;
+    }
+    Value::Object obj;
+    obj.reserve(static_cast<size_t>(nf));
+    for (int f = 0; f < nf; ++f)
+      obj.emplace_back(st.field(f)->name(), std::move(fields[static_cast<size_t>(f)][static_cast<size_t>(i)]));
+    out->emplace_back(std::move(obj));
+  }
+  return Status::OK();
+}
+
+// A dictionary-encoded array: each element its dictionary value. Errors: an index out of range (kCorruption).
+Status ConvertDictionary(const arrow::Array& arr, const std::string& column, std::vector<Value>* out) {
+  const auto& d = static_cast<const arrow::DictionaryArray&>(arr);
+  std::vector<Value> dict;
+  MMIRAGE_TRY(Convert(*d.dictionary(), column, &dict));
+  for (int64_t i = 0; i < arr.length(); ++i) {
+    if (d.IsNull(i)) {
+      out->emplace_back();
+      continue;
+    }
+    int64_t k = d.GetValueIndex(i);
+    if (k < 0 || static_cast<size_t>(k) >= dict.size())
+      return Status::Corruption("column '" + column + "': dictionary index out of range");
+    out->push_back(dict[static_cast<size_t>(k)]);
+  }
+  return Status::OK();
+}
+
+// Timestamps, dates and times of day: ISO 8601 strings. REQUIRES: a TIMESTAMP, DATE32/64 or TIME32/64 array.
+void ConvertTemporal(const arrow::Array& arr, std::vector<Value>* out) {
+  using T = arrow::Type;
+  switch (arr.type_id()) {
+    case T::TIMESTAMP: {
+      const auto& type = static_cast<const arrow::TimestampType&>(*arr.type());
+      ConvertEach<arrow::TimestampArray>(arr, out, [&](const auto& t, int64_t i) {
+        return Value(FormatTimestamp(t.Value(i), type));
+      });
+      return;
+    }
+    case T::DATE32:
+      ConvertEach<arrow::Date32Array>(arr, out, [](const auto& t, int64_t i) { return Value(FormatDate(t.Value(i))); });
+      return;
+    case T::DATE64:
+      ConvertEach<arrow::Date64Array>(arr, out, [](const auto& t, int64_t i) {
+        return Value(FormatDate(FloorDiv(t.Value(i), 86400000)));
+      });
+      return;
+    case T::TIME32: {
+      int64_t per = UnitsPerSecond(static_cast<const arrow::Time32Type&>(*arr.type()).unit());
+      ConvertEach<arrow::Time32Array>(arr, out, [per](const auto& t, int64_t i) {
+        return Value(FormatTimeOfDay(t.Value(i), per));
+      });
+      return;
+    }
+    default: {  // TIME64
+      int64_t per = UnitsPerSecond(static_cast<const arrow::Time64Type&>(*arr.type()).unit());
+      ConvertEach<arrow::Time64Array>(arr, out, [per](const auto& t, int64_t i) {
+        return Value(FormatTimeOfDay(t.Value(i), per));
+      });
+      return;
+    }
+  }
+}
+
+// Decimals: their exact decimal text. REQUIRES: a DECIMAL32/64/128/256 array.
+void ConvertDecimals(const arrow::Array& arr, std::vector<Value>* out) {
+  using T = arrow::Type;
+  ConvertEach<arrow::FixedSizeBinaryArray>(arr, out, [&](const auto&, int64_t i) {
+    if (arr.type_id() == T::DECIMAL128) return Value(static_cast<const arrow::Decimal128Array&>(arr).FormatValue(i));
+    if (arr.type_id() == T::DECIMAL256) return Value(static_cast<const arrow::Decimal256Array&>(arr).FormatValue(i));
+    if (arr.type_id() == T::DECIMAL64) return Value(static_cast<const arrow::Decimal64Array&>(arr).FormatValue(i));
+    return Value(static_cast<const arrow::Decimal32Array&>(arr).FormatValue(i));
+  });
+}
+
 Status Convert(const arrow::Array& arr, const std::string& column, std::vector<Value>* out) {
   using T = arrow::Type;
   const int64_t n = arr.length();
@@ -163,14 +296,9 @@ Status Convert(const arrow::Array& arr, const std::string& column, std::vector<V
     case T::NA:
       for (int64_t i = 0; i < n; ++i) out->emplace_back();
       return Status::OK();
-    case T::BOOL: {
-      const auto& b = static_cast<const arrow::BooleanArray&>(arr);
-      for (int64_t i = 0; i < n; ++i) {
-        if (b.IsNull(i)) out->emplace_back();
-        else out->emplace_back(b.Value(i));
-      }
+    case T::BOOL:
+      ConvertEach<arrow::BooleanArray>(arr, out, [](const auto& b, int64_t i) { return Value(b.Value(i)); });
       return Status::OK();
-    }
     case T::INT8: ConvertInts<arrow::Int8Array>(arr, out); return Status::OK();
     case T::INT16: ConvertInts<arrow::Int16Array>(arr, out); return Status::OK();
     case T::INT32: ConvertInts<arrow::Int32Array>(arr, out); return Status::OK();
@@ -179,39 +307,24 @@ Status Convert(const arrow::Array& arr, const std::string& column, std::vector<V
     case T::UINT16: ConvertInts<arrow::UInt16Array>(arr, out); return Status::OK();
     case T::UINT32: ConvertInts<arrow::UInt32Array>(arr, out); return Status::OK();
     case T::DURATION: ConvertInts<arrow::DurationArray>(arr, out); return Status::OK();
-    case T::UINT64: {
-      const auto& u = static_cast<const arrow::UInt64Array&>(arr);
-      for (int64_t i = 0; i < n; ++i) {
-        if (u.IsNull(i)) out->emplace_back();
-        else if (u.Value(i) > static_cast<uint64_t>(INT64_MAX)) out->emplace_back(static_cast<double>(u.Value(i)));
-        else out->emplace_back(static_cast<int64_t>(u.Value(i)));
-      }
+    case T::UINT64:  // above INT64_MAX: a double
+      ConvertEach<arrow::UInt64Array>(arr, out, [](const auto& u, int64_t i) {
+        return u.Value(i) > static_cast<uint64_t>(INT64_MAX) ? Value(static_cast<double>(u.Value(i)))
+                                                             : Value(static_cast<int64_t>(u.Value(i)));
+      });
       return Status::OK();
-    }
-    case T::HALF_FLOAT: {
-      const auto& h = static_cast<const arrow::HalfFloatArray&>(arr);
-      for (int64_t i = 0; i < n; ++i) {
-        if (h.IsNull(i)) out->emplace_back();
-        else out->emplace_back(arrow::util::Float16::FromBits(h.Value(i)).ToDouble());
-      }
+    case T::HALF_FLOAT:
+      ConvertEach<arrow::HalfFloatArray>(arr, out, [](const auto& h, int64_t i) {
+        return Value(arrow::util::Float16::FromBits(h.Value(i)).ToDouble());
+      });
       return Status::OK();
-    }
-    case T::FLOAT: {
-      const auto& f = static_cast<const arrow::FloatArray&>(arr);
-      for (int64_t i = 0; i < n; ++i) {
-        if (f.IsNull(i)) out->emplace_back();
-        else out->emplace_back(static_cast<double>(f.Value(i)));
-      }
+    case T::FLOAT:
+      ConvertEach<arrow::FloatArray>(arr, out,
+                                     [](const auto& f, int64_t i) { return Value(static_cast<double>(f.Value(i))); });
       return Status::OK();
-    }
-    case T::DOUBLE: {
-      const auto& f = static_cast<const arrow::DoubleArray&>(arr);
-      for (int64_t i = 0; i < n; ++i) {
-        if (f.IsNull(i)) out->emplace_back();
-        else out->emplace_back(f.Value(i));
-      }
+    case T::DOUBLE:
+      ConvertEach<arrow::DoubleArray>(arr, out, [](const auto& f, int64_t i) { return Value(f.Value(i)); });
       return Status::OK();
-    }
     case T::STRING: ConvertStrings<arrow::StringArray>(arr, false, out); return Status::OK();
     case T::LARGE_STRING: ConvertStrings<arrow::LargeStringArray>(arr, false, out); return Status::OK();
     case T::STRING_VIEW: ConvertStrings<arrow::StringViewArray>(arr, false, out); return Status::OK();
@@ -224,136 +337,22 @@ Status Convert(const arrow::Array& arr, const std::string& column, std::vector<V
     case T::FIXED_SIZE_LIST: return ConvertList<arrow::FixedSizeListArray>(arr, column, out);
     case T::LIST_VIEW: return ConvertListView<arrow::ListViewArray>(arr, column, out);
     case T::LARGE_LIST_VIEW: return ConvertListView<arrow::LargeListViewArray>(arr, column, out);
-    case T::MAP: {
-      const auto& m = static_cast<const arrow::MapArray&>(arr);
-      if (n == 0) return Status::OK();
-      int64_t start = m.value_offset(0), end = m.value_offset(n - 1) + m.value_length(n - 1);
-      std::vector<Value> keys, items;
-      MMIRAGE_TRY(Convert(*m.keys()->Slice(start, end - start), column, &keys));
-      MMIRAGE_TRY(Convert(*m.items()->Slice(start, end - start), column, &items));
-      const auto key_type = m.keys()->type_id();
-      const bool string_keys =
-          key_type == T::STRING || key_type == T::LARGE_STRING || key_type == T::STRING_VIEW;
-      for (int64_t i = 0; i < n; ++i) {
-        if (m.IsNull(i)) {
-          out->emplace_back();
-          continue;
-        }
-        int64_t off = m.value_offset(i) - start, len = m.value_length(i);
-        if (string_keys) {
-          Value obj = Value::EmptyObject();
-          for (int64_t j = 0; j < len; ++j)
-            obj.Set(keys[static_cast<size_t>(off + j)].as_string(), std::move(items[static_cast<size_t>(off + j)]));
-          out->push_back(std::move(obj));
-        } else {
-          Value::Array pairs;
-          for (int64_t j = 0; j < len; ++j)
-            pairs.emplace_back(Value::Array{keys[static_cast<size_t>(off + j)], items[static_cast<size_t>(off + j)]});
-          out->emplace_back(std::move(pairs));
-        }
-      }
+    case T::MAP: return ConvertMap(arr, column, out);
+    case T::STRUCT: return ConvertStruct(arr, column, out);
+    case T::DICTIONARY: return ConvertDictionary(arr, column, out);
+    case T::TIMESTAMP:
+    case T::DATE32:
+    case T::DATE64:
+    case T::TIME32:
+    case T::TIME64:
+      ConvertTemporal(arr, out);
       return Status::OK();
-    }
-    case T::STRUCT: {
-      const auto& s = static_cast<const arrow::StructArray&>(arr);
-      const auto& st = static_cast<const arrow::StructType&>(*s.type());
-      const int nf = st.num_fields();
-      std::vector<std::vector<Value>> fields(static_cast<size_t>(nf));
-      for (int f = 0; f < nf; ++f) {
-        // field(f) is the field sliced to this array's offset and length.
-        auto child = s.field(f);
-        MMIRAGE_TRY(Convert(*child, column + "." + st.field(f)->name(), &fields[static_cast<size_t>(f)]));
-      }
-      for (int64_t i = 0; i < n; ++i) {
-        if (s.IsNull(i)) {
-          out->emplace_back();
-          continue;
-        }
-        Value::Object obj;
-        obj.reserve(static_cast<size_t>(nf));
-        for (int f = 0; f < nf; ++f)
-          obj.emplace_back(st.field(f)->name(), std::move(fields[static_cast<size_t>(f)][static_cast<size_t>(i)]));
-        out->emplace_back(std::move(obj));
-      }
-      return Status::OK();
-    }
-    case T::DICTIONARY: {
-      const auto& d = static_cast<const arrow::DictionaryArray&>(arr);
-      std::vector<Value> dict;
-      MMIRAGE_TRY(Convert(*d.dictionary(), column, &dict));
-      for (int64_t i = 0; i < n; ++i) {
-        if (d.IsNull(i)) {
-          out->emplace_back();
-          continue;
-        }
-        int64_t k = d.GetValueIndex(i);
-        if (k < 0 || static_cast<size_t>(k) >= dict.size())
-          return Status::Corruption("column '" + column + "': dictionary index out of range");
-        out->push_back(dict[static_cast<size_t>(k)]);
-      }
-      return Status::OK();
-    }
-    case T::TIMESTAMP: {
-      const auto& t = static_cast<const arrow::TimestampArray&>(arr);
-      const auto& type = static_cast<const arrow::TimestampType&>(*arr.type());
-      for (int64_t i = 0; i < n; ++i) {
-        if (t.IsNull(i)) out->emplace_back();
-        else out->emplace_back(FormatTimestamp(t.Value(i), type));
-      }
-      return Status::OK();
-    }
-    case T::DATE32: {
-      const auto& t = static_cast<const arrow::Date32Array&>(arr);
-      for (int64_t i = 0; i < n; ++i) {
-        if (t.IsNull(i)) out->emplace_back();
-        else out->emplace_back(FormatDate(t.Value(i)));
-      }
-      return Status::OK();
-    }
-    case T::DATE64: {
-      const auto& t = static_cast<const arrow::Date64Array&>(arr);
-      for (int64_t i = 0; i < n; ++i) {
-        if (t.IsNull(i)) out->emplace_back();
-        else out->emplace_back(FormatDate(FloorDiv(t.Value(i), 86400000)));
-      }
-      return Status::OK();
-    }
-    case T::TIME32: {
-      const auto& t = static_cast<const arrow::Time32Array&>(arr);
-      int64_t per = UnitsPerSecond(static_cast<const arrow::Time32Type&>(*arr.type()).unit());
-      for (int64_t i = 0; i < n; ++i) {
-        if (t.IsNull(i)) out->emplace_back();
-        else out->emplace_back(FormatTimeOfDay(t.Value(i), per));
-      }
-      return Status::OK();
-    }
-    case T::TIME64: {
-      const auto& t = static_cast<const arrow::Time64Array&>(arr);
-      int64_t per = UnitsPerSecond(static_cast<const arrow::Time64Type&>(*arr.type()).unit());
-      for (int64_t i = 0; i < n; ++i) {
-        if (t.IsNull(i)) out->emplace_back();
-        else out->emplace_back(FormatTimeOfDay(t.Value(i), per));
-      }
-      return Status::OK();
-    }
     case T::DECIMAL32:
     case T::DECIMAL64:
     case T::DECIMAL128:
-    case T::DECIMAL256: {
-      const auto& dec = static_cast<const arrow::FixedSizeBinaryArray&>(arr);
-      for (int64_t i = 0; i < n; ++i) {
-        if (dec.IsNull(i)) out->emplace_back();
-        else if (arr.type_id() == T::DECIMAL128)
-          out->emplace_back(static_cast<const arrow::Decimal128Array&>(arr).FormatValue(i));
-        else if (arr.type_id() == T::DECIMAL256)
-          out->emplace_back(static_cast<const arrow::Decimal256Array&>(arr).FormatValue(i));
-        else if (arr.type_id() == T::DECIMAL64)
-          out->emplace_back(static_cast<const arrow::Decimal64Array&>(arr).FormatValue(i));
-        else
-          out->emplace_back(static_cast<const arrow::Decimal32Array&>(arr).FormatValue(i));
-      }
+    case T::DECIMAL256:
+      ConvertDecimals(arr, out);
       return Status::OK();
-    }
     case T::EXTENSION:
       return Convert(*static_cast<const arrow::ExtensionArray&>(arr).storage(), column, out);
     default:

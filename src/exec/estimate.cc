@@ -307,6 +307,350 @@ Result<SampleRun> RunSample(Env* env, const config::Config& sc, const process::E
   return run;
 }
 
+// The rows of every dataset part and their (dataset, part, shard) cells.
+struct Population {
+  std::vector<std::vector<DatasetPart>> parts;  // [dataset][part]
+  std::vector<Cell> cells;                       // the non-empty ones
+  std::map<int64_t, uint64_t> shard_rows;        // rows per shard, over every dataset and part
+};
+
+// Step 1: resolves and counts every dataset part, cut into shards. Sets rep->rows_total(_exact).
+// Errors: dataset resolution/reading; no rows at all (kInvalidArgument).
+Result<Population> CountPopulation(Env* env, const config::Config& c, EstimateReport* rep) {
+  Population pop;
+  for (size_t d = 0; d < c.loading.datasets.size(); ++d) {
+    const config::DatasetConfig& dc = c.loading.datasets[d];
+    auto ps = ResolveDatasetParts(env, dc.path, dc.splits);
+    if (!ps.ok()) return ps.status().WithContext(dc.loc.ToString() + ": dataset");
+    pop.parts.push_back(std::move(*ps));
+    for (size_t p = 0; p < pop.parts.back().size(); ++p) {
+      std::string note;
+      MMIRAGE_ASSIGN_OR_RETURN(uint64_t n, PartRows(env, pop.parts.back()[p], &rep->rows_total_exact, &note));
+      if (!note.empty()) rep->assumptions.push_back("Row count estimated: " + note + ".");
+      rep->rows_total += static_cast<int64_t>(n);
+      for (int64_t s = 0; s < c.loading.num_shards; ++s) {
+        RowRange r = ShardRange(n, static_cast<uint64_t>(c.loading.num_shards), static_cast<uint64_t>(s));
+        pop.shard_rows[s] += r.size();
+        if (r.size() > 0) pop.cells.push_back(Cell{d, p, s, r});
+      }
+    }
+  }
+  if (rep->rows_total == 0) return Status::InvalidArgument("estimate: the datasets have no rows");
+  return pop;
+}
+
+// Step 2: the sample, at least one row per cell and the rest in proportion, evenly spaced inside each cell; the
+// same rows every time. Sets rep->sample_rows. Errors: reading; no row sampled (kInvalidArgument).
+Result<std::vector<SampleRow>> DrawSample(Env* env, const Population& pop, int64_t sample_rows, EstimateReport* rep) {
+  const double total = static_cast<double>(rep->rows_total);
+  // [dataset][part] → (row, weight)
+  std::vector<std::vector<std::vector<std::pair<uint64_t, double>>>> picks(pop.parts.size());
+  for (size_t d = 0; d < pop.parts.size(); ++d) picks[d].resize(pop.parts[d].size());
+  for (const Cell& cell : pop.cells) {
+    double share = static_cast<double>(sample_rows) * static_cast<double>(cell.range.size()) / total;
+    int64_t k = std::clamp<int64_t>(std::llround(share), 1, static_cast<int64_t>(cell.range.size()));
+    std::vector<uint64_t> idx = SpreadIndices(cell.range, k);
+    double w = static_cast<double>(cell.range.size()) / static_cast<double>(idx.size());
+    for (uint64_t i : idx) picks[cell.dataset][cell.part].push_back({i, w});
+  }
+  if (static_cast<int64_t>(pop.cells.size()) > sample_rows) {
+    rep->assumptions.push_back("The sample has " + std::to_string(pop.cells.size()) + " rows instead of " +
+                               std::to_string(sample_rows) + ": every dataset, split and shard is represented.");
+  }
+  std::vector<SampleRow> sample;
+  for (size_t d = 0; d < pop.parts.size(); ++d) {
+    for (size_t p = 0; p < pop.parts[d].size(); ++p) {
+      auto& pk = picks[d][p];
+      std::sort(pk.begin(), pk.end());
+      std::vector<uint64_t> indices;
+      for (const auto& [i, w] : pk) indices.push_back(i);
+      RowStream stream(env, pop.parts[d][p], RowRange{0, std::numeric_limits<uint64_t>::max()});
+      stream.SetIndexFilter(&indices);
+      RawRow raw;
+      size_t k = 0;
+      while (k < pk.size()) {
+        MMIRAGE_ASSIGN_OR_RETURN(bool more, stream.Next(&raw));
+        if (!more) break;  // an estimated row count can overshoot
+        while (k < pk.size() && pk[k].first < raw.index) ++k;
+        if (k < pk.size() && pk[k].first == raw.index) {
+          SampleRow s;
+          s.dataset = d;
+          s.weight = pk[k].second;
+          s.text.assign(raw.text);
+          sample.push_back(std::move(s));
+          ++k;
+        }
+      }
+    }
+  }
+  rep->sample_rows = static_cast<int64_t>(sample.size());
+  if (sample.empty()) return Status::InvalidArgument("estimate: no row could be sampled");
+  rep->assumptions.push_back(std::to_string(rep->sample_rows) + " of " + std::to_string(rep->rows_total) +
+                             " rows sampled, evenly spaced inside each of the " + std::to_string(pop.cells.size()) +
+                             " dataset/split/shard blocks (the same rows every time).");
+  return sample;
+}
+
+// True when some output's prompt reads an earlier output.
+bool HasChainedPrompts(const config::Config& c) {
+  bool chained = false;
+  for (size_t i = 0; i < c.processing.outputs.size(); ++i) {
+    if (!c.processing.outputs[i].prompt_tmpl) continue;
+    for (const auto& v : c.processing.outputs[i].prompt_tmpl->UndeclaredVariables())
+      for (size_t j = 0; j < i; ++j) chained = chained || c.processing.outputs[j].name == v;
+  }
+  return chained;
+}
+
+// Step 3: every sampled row's prompt tokens, with the model's tokenizer where there is one. Errors: a tokenizer
+// that cannot be loaded.
+Status CountSampleTokens(Env* env, const config::Config& c, std::vector<SampleRow>* sample,
+                         std::vector<std::string>* notes) {
+  Tokenizers toks(c, notes);
+  int64_t render_failed = 0;
+  for (auto& s : *sample) {
+    const config::DatasetConfig& dc = c.loading.datasets[s.dataset];
+    pipeline::RowTransform t(&c, env, dc.image_base_path.value_or(""));
+    MMIRAGE_TRY(CountRowTokens(c, t, &toks, &s));
+    if (s.render_failed) ++render_failed;
+  }
+  if (render_failed > 0) {
+    notes->push_back(std::to_string(render_failed) + " sampled row(s) fail before generation (extraction or "
+                     "template errors; see `mmirage preview`); they count as 0 tokens.");
+  }
+  return Status::OK();
+}
+
+// What the config's outputs call: which processors, whether any is paid, the bound of their tokens.
+struct OutputPlan {
+  std::set<const config::Processor*> procs;
+  bool paid = false;
+  bool has_model_outputs = false;
+  std::optional<int64_t> bound_per_row;  // max tokens over all outputs; nullopt when some has none
+};
+
+// Step 4: which outputs are paid, cached, bounded. Fills rep->outputs.
+OutputPlan PlanOutputs(const config::Config& c, EstimateReport* rep) {
+  OutputPlan plan;
+  int64_t bound_sum = 0;
+  bool bound_known = true;
+  for (const auto& o : c.processing.outputs) {
+    const config::Processor* p = c.FindProcessor(o.type);
+    process::OutputCachePlan cache = process::PlanOutputCache(c, o);
+    rep->outputs.push_back({o.name, cache.cached, cache.reason});
+    if (p == nullptr) continue;
+    plan.has_model_outputs = true;
+    plan.procs.insert(p);
+    plan.paid = plan.paid || IsPaid(*p);
+    auto mt = MaxTokens(*p);
+    if (mt) bound_sum += *mt;
+    else bound_known = false;
+  }
+  if (bound_known) plan.bound_per_row = bound_sum;
+  int cached_outputs = 0;
+  std::string cached_names;
+  for (const auto& o : rep->outputs) {
+    if (!o.cached) continue;
+    ++cached_outputs;
+    cached_names += (cached_names.empty() ? "" : ", ") + o.name;
+  }
+  if (plan.has_model_outputs) {
+    rep->assumptions.push_back(
+        cached_outputs == 0
+            ? std::string("No output uses the generation cache (") +
+                  (c.execution.cache == "off" ? "cache: off" : "none is greedy or seeded") + ")."
+            : "Outputs cached for later runs: " + cached_names +
+                  "; a re-run after an edit regenerates only what changed. Estimated as a first run.");
+  }
+  return plan;
+}
+
+// Step 5: runs the sample for real in a temporary directory (removed on every way out), unless there is nothing
+// to generate, generation is off, the outputs are paid without --generate-via, or the build cannot run it
+// (each said in rep's notes); nullopt then. Errors: writing the sample, an engine that cannot load.
+Result<std::optional<SampleRun>> MeasureSample(Env* env, const EstimateOptions& opt, const OutputPlan& plan,
+                                               const std::vector<SampleRow>& sample, EstimateReport* rep) {
+  const config::Config& c = *opt.config;
+  std::vector<std::string>& notes = rep->assumptions;
+  if (!plan.has_model_outputs) {
+    notes.push_back("The config has no model outputs: no tokens, no inference time.");
+    return std::optional<SampleRun>();
+  }
+  if (!opt.generate) {
+    notes.push_back("--no-generate: nothing was generated; output tokens and time are not measured.");
+    return std::optional<SampleRun>();
+  }
+  if (plan.paid && opt.generate_via.empty()) {
+    notes.push_back("Paid endpoints (batch_api, backend openai) are not called by estimate: output tokens are "
+                    "bounded by max tokens. Pass --generate-via URL to measure them on a synchronous endpoint.");
+    return std::optional<SampleRun>();
+  }
+  std::string tmp = config::ProcessVarLookup()("TMPDIR").value_or("/tmp");
+  if (tmp.empty()) tmp = "/tmp";
+  TempDirGuard guard{env, tmp + "/mmirage-estimate-" + std::to_string(env->Pid()) + "-" +
+                              std::to_string(env->NowMicros())};
+  MMIRAGE_TRY(env->CreateDirs(guard.path));
+  std::vector<std::string> files(c.loading.datasets.size());
+  for (const auto& s : sample) files[s.dataset] += s.text + "\n";
+  for (size_t d = 0; d < files.size(); ++d) {
+    auto f = env->NewWritableFile(guard.path + "/sample_" + std::to_string(d) + ".jsonl");
+    if (!f.ok()) return f.status();
+    MMIRAGE_TRY((*f)->Append(files[d]));
+    MMIRAGE_TRY((*f)->Close());
+  }
+  MMIRAGE_ASSIGN_OR_RETURN(config::Config sc, SampleConfig(c, guard.path, opt.generate_via));
+  Status runnable = pipeline::CheckRunnable(sc);
+  if (!runnable.ok()) {
+    notes.push_back("The sample cannot run in this build (" + runnable.message() +
+                    "): output tokens and time are not measured.");
+    return std::optional<SampleRun>();
+  }
+  LOG_INFO("estimate: running the " << rep->sample_rows << "-row sample"
+                                    << (plan.paid ? " on " + opt.generate_via : " on the configured engine"));
+  process::EngineFactory factory =
+      opt.engine_factory ? opt.engine_factory : process::llm::DefaultEngineFactory({sc.loading.state_dir, 0, nullptr});
+  MMIRAGE_ASSIGN_OR_RETURN(SampleRun r, RunSample(env, sc, factory, guard.path));
+  return std::optional<SampleRun>(std::move(r));
+}
+
+// Step 6: input and output token totals extrapolated from the sample (measured when `run`, else prompt tokens
+// counted and output tokens bounded). Returns the output tokens the sample run generated.
+int64_t ExtrapolateTokens(const config::Config& c, const std::vector<SampleRow>& sample,
+                          const std::optional<SampleRun>& run, const OutputPlan& plan, EstimateReport* rep) {
+  std::vector<std::string>& notes = rep->assumptions;
+  const double total = static_cast<double>(rep->rows_total);
+  const bool chained = HasChainedPrompts(c);
+  std::vector<double> in, out, w;
+  std::vector<size_t> next_row(c.loading.datasets.size(), 0);
+  int64_t sample_out = 0;
+  for (const auto& s : sample) {
+    int64_t row = static_cast<int64_t>(next_row[s.dataset]++);
+    double vin = static_cast<double>(s.tokenizer_input), vout = 0;
+    if (run) {
+      auto it = run->usage[s.dataset].find(row);
+      if (it != run->usage[s.dataset].end()) {
+        vin = static_cast<double>(it->second.first);
+        vout = static_cast<double>(it->second.second);
+      }
+    }
+    sample_out += static_cast<int64_t>(vout);
+    in.push_back(vin);
+    out.push_back(vout);
+    w.push_back(s.weight);
+  }
+  rep->input_tokens = ExtrapolateTotal(in, w, total);
+  if (run) {
+    notes.push_back("Input tokens as the engine counted them on the sample run (retries included).");
+    if (chained)
+      notes.push_back("Prompts that include earlier outputs were measured with the real outputs of the sample run.");
+    rep->output_tokens = ExtrapolateTotal(out, w, total);
+    rep->sample_failed_rows = run->failed_rows;
+    return sample_out;
+  }
+  if (chained) {
+    notes.push_back("Prompts that include earlier outputs were counted with short placeholders instead of "
+                    "those outputs: input tokens lean low.");
+  }
+  if (plan.bound_per_row && plan.has_model_outputs) {
+    double b = static_cast<double>(*plan.bound_per_row) * total;
+    rep->output_tokens = Interval{b, 0, b};
+    rep->output_tokens_bound = true;
+    notes.push_back("Output tokens are an upper bound: max tokens (" + std::to_string(*plan.bound_per_row) +
+                    " per row over all outputs, first attempts) × rows.");
+  } else if (!plan.has_model_outputs) {
+    rep->output_tokens = Interval{0, 0, 0};
+  }
+  return sample_out;
+}
+
+// Step 7a: how many shards run at once in the configured mode (rep->concurrency), said in the notes.
+void SetConcurrency(const config::ExecutionParams& ex, EstimateReport* rep) {
+  std::vector<std::string>& notes = rep->assumptions;
+  if (ex.mode == "slurm") {
+    rep->concurrency = std::min<int64_t>(ex.array_parallelism.value_or(rep->num_shards), rep->num_shards);
+    notes.push_back("Wall time for a SLURM array of " + std::to_string(rep->num_shards) + " tasks, " +
+                    std::to_string(rep->concurrency) + " at a time, queueing not included.");
+  } else if (ex.retry) {
+    rep->concurrency = std::min<int64_t>(ex.local_workers, rep->num_shards);
+    notes.push_back("Wall time for `mmirage run` with " + std::to_string(rep->concurrency) +
+                    " shard worker(s) at a time (local_workers) sharing this machine's speed as measured alone.");
+  } else {
+    rep->concurrency = 1;
+    if (rep->num_shards > 1)
+      notes.push_back("Wall time for the " + std::to_string(rep->num_shards) + " shards run one after another "
+                      "(local mode without retry runs one shard per `mmirage run`).");
+  }
+}
+
+// Step 7b: speed, wall time and GPU figures from the sample run's timing (`remote`: generated on --generate-via,
+// no GPU figures). REQUIRES: run.stats.runtime_seconds; rep->output_tokens and rep->concurrency set.
+void EstimateTime(const config::Config& c, const EstimateOptions& opt, const Population& pop, const SampleRun& run,
+                  int64_t sample_out, bool remote, EstimateReport* rep) {
+  std::vector<std::string>& notes = rep->assumptions;
+  const double total = static_cast<double>(rep->rows_total);
+  uint64_t max_shard_rows = 0;
+  for (const auto& [s, n] : pop.shard_rows) max_shard_rows = std::max(max_shard_rows, n);
+  const ShardStats& st = run.stats;
+  double load = st.model_load_seconds.value_or(0);
+  double inf = std::max(1e-6, *st.runtime_seconds - load);
+  rep->model_load_seconds = load;
+  rep->rows_per_sec = static_cast<double>(st.rows_processed + run.failed_rows) / inf;
+  if (sample_out > 0) rep->output_tokens_per_sec = static_cast<double>(sample_out) / inf;
+  Interval per_shard;
+  if (sample_out > 0 && rep->output_tokens) {
+    double sec_per_tok = inf / static_cast<double>(sample_out);
+    Interval tok_per_row = Scale(*rep->output_tokens, 1.0 / total);
+    per_shard = Scale(tok_per_row, static_cast<double>(max_shard_rows) * sec_per_tok);
+    int64_t gpus = st.num_gpus.value_or(0);
+    if (!remote) {
+      if (gpus <= 0) {
+        const config::Processor* p = c.FindProcessor("llm");
+        gpus = std::max(1, p ? p->llm.tp_size : 1);
+        notes.push_back("Timed on this machine's CPU; a GPU run will differ. GPU figures treat the CPU timing as "
+                        "if it ran on " + std::to_string(gpus) + " GPU(s) (tp_size).");
+      }
+      rep->gpu_days_per_billion_tokens = static_cast<double>(gpus) * sec_per_tok * 1e9 / 86400.0;
+      rep->gpu_hours = static_cast<double>(gpus) * rep->output_tokens->estimate * sec_per_tok / 3600.0;
+    } else {
+      notes.push_back("Generated on " + opt.generate_via + ": its speed stands for the provider's (batch APIs "
+                      "have their own completion window); no GPU figures.");
+    }
+  } else {
+    double t = static_cast<double>(max_shard_rows) / std::max(1e-9, *rep->rows_per_sec);
+    per_shard = Interval{t, t, t};
+  }
+  per_shard.estimate += load;
+  per_shard.low += load;
+  per_shard.high += load;
+  rep->wall_seconds_per_shard = per_shard;
+  double waves = std::ceil(static_cast<double>(rep->num_shards) / static_cast<double>(rep->concurrency));
+  rep->wall_seconds = Scale(per_shard, waves);
+  notes.push_back("Speed measured on the sample run: " + FormatDouble(RoundTo(*rep->rows_per_sec, 2)) +
+                  " rows/s after a model load of " + FormatDouble(RoundTo(load, 2)) +
+                  " s; a small sample leaves the batch part-empty at its end, so times lean high.");
+}
+
+// Step 8: the cost from the processor's prices, when exactly one priced processor is used.
+void EstimateCost(const OutputPlan& plan, EstimateReport* rep) {
+  bool priced = false;
+  for (const auto* p : plan.procs)
+    priced = priced || p->price_per_million_input_tokens || p->price_per_million_output_tokens;
+  if (priced && plan.procs.size() == 1) {
+    const config::Processor* p = *plan.procs.begin();
+    double pin = p->price_per_million_input_tokens.value_or(0) / 1e6;
+    double pout = p->price_per_million_output_tokens.value_or(0) / 1e6;
+    Interval o = rep->output_tokens.value_or(Interval{});
+    rep->cost_usd = Interval{rep->input_tokens.estimate * pin + o.estimate * pout,
+                             rep->input_tokens.low * pin + o.low * pout, rep->input_tokens.high * pin + o.high * pout};
+    rep->assumptions.push_back(
+        std::string("Cost from price_per_million_input_tokens / price_per_million_output_tokens") +
+        (rep->output_tokens_bound ? "; with output tokens at their bound it is an upper bound." : "."));
+  } else if (priced) {
+    rep->assumptions.push_back(
+        "Outputs use several priced processors; the cost is not split per processor yet (null).");
+  }
+}
+
 }  // namespace
 
 Value EstimateReport::ToValue() const {
@@ -350,289 +694,16 @@ Result<EstimateReport> RunEstimate(const EstimateOptions& opt) {
   Env* env = opt.env ? opt.env : Env::Default();
   EstimateReport rep;
   rep.num_shards = c.loading.num_shards;
-  std::vector<std::string>& notes = rep.assumptions;
-
-  // 1. Row counts and cells.
-  std::vector<std::vector<DatasetPart>> parts;
-  std::vector<Cell> cells;
-  std::map<int64_t, uint64_t> shard_rows;
-  for (size_t d = 0; d < c.loading.datasets.size(); ++d) {
-    const config::DatasetConfig& dc = c.loading.datasets[d];
-    auto ps = ResolveDatasetParts(env, dc.path, dc.splits);
-    if (!ps.ok()) return ps.status().WithContext(dc.loc.ToString() + ": dataset");
-    parts.push_back(std::move(*ps));
-    for (size_t p = 0; p < parts.back().size(); ++p) {
-      std::string note;
-      MMIRAGE_ASSIGN_OR_RETURN(uint64_t n, PartRows(env, parts.back()[p], &rep.rows_total_exact, &note));
-      if (!note.empty()) notes.push_back("Row count estimated: " + note + ".");
-      rep.rows_total += static_cast<int64_t>(n);
-      for (int64_t s = 0; s < c.loading.num_shards; ++s) {
-        RowRange r = ShardRange(n, static_cast<uint64_t>(c.loading.num_shards), static_cast<uint64_t>(s));
-        shard_rows[s] += r.size();
-        if (r.size() > 0) cells.push_back(Cell{d, p, s, r});
-      }
-    }
-  }
-  if (rep.rows_total == 0) return Status::InvalidArgument("estimate: the datasets have no rows");
-
-  // 2. The sample: at least one row per cell, the rest in proportion.
-  const double total = static_cast<double>(rep.rows_total);
-  std::vector<SampleRow> sample;
-  std::vector<std::vector<std::vector<std::pair<uint64_t, double>>>> picks(parts.size());  // [d][p] → (row, weight)
-  for (size_t d = 0; d < parts.size(); ++d) picks[d].resize(parts[d].size());
-  for (const Cell& cell : cells) {
-    double share = static_cast<double>(opt.sample_rows) * static_cast<double>(cell.range.size()) / total;
-    int64_t k = std::clamp<int64_t>(std::llround(share), 1, static_cast<int64_t>(cell.range.size()));
-    std::vector<uint64_t> idx = SpreadIndices(cell.range, k);
-    double w = static_cast<double>(cell.range.size()) / static_cast<double>(idx.size());
-    for (uint64_t i : idx) picks[cell.dataset][cell.part].push_back({i, w});
-  }
-  if (static_cast<int64_t>(cells.size()) > opt.sample_rows) {
-    notes.push_back("The sample has " + std::to_string(cells.size()) + " rows instead of " +
-                    std::to_string(opt.sample_rows) + ": every dataset, split and shard is represented.");
-  }
-  for (size_t d = 0; d < parts.size(); ++d) {
-    for (size_t p = 0; p < parts[d].size(); ++p) {
-      auto& pk = picks[d][p];
-      std::sort(pk.begin(), pk.end());
-      std::vector<uint64_t> indices;
-      for (const auto& [i, w] : pk) indices.push_back(i);
-      RowStream stream(env, parts[d][p], RowRange{0, std::numeric_limits<uint64_t>::max()});
-      stream.SetIndexFilter(&indices);
-      RawRow raw;
-      size_t k = 0;
-      while (k < pk.size()) {
-        MMIRAGE_ASSIGN_OR_RETURN(bool more, stream.Next(&raw));
-        if (!more) break;  // an estimated row count can overshoot
-        while (k < pk.size() && pk[k].first < raw.index) ++k;
-        if (k < pk.size() && pk[k].first == raw.index) {
-          SampleRow s;
-          s.dataset = d;
-          s.weight = pk[k].second;
-          s.text.assign(raw.text);
-          sample.push_back(std::move(s));
-          ++k;
-        }
-      }
-    }
-  }
-  rep.sample_rows = static_cast<int64_t>(sample.size());
-  if (sample.empty()) return Status::InvalidArgument("estimate: no row could be sampled");
-  notes.push_back(std::to_string(rep.sample_rows) + " of " + std::to_string(rep.rows_total) +
-                  " rows sampled, evenly spaced inside each of the " + std::to_string(cells.size()) +
-                  " dataset/split/shard blocks (the same rows every time).");
-
-  // 3. Prompt tokens with the model's tokenizer.
-  Tokenizers toks(c, &notes);
-  int64_t render_failed = 0;
-  bool chained = false;
-  for (size_t i = 0; i < c.processing.outputs.size(); ++i) {
-    if (!c.processing.outputs[i].prompt_tmpl) continue;
-    for (const auto& v : c.processing.outputs[i].prompt_tmpl->UndeclaredVariables())
-      for (size_t j = 0; j < i; ++j) chained = chained || c.processing.outputs[j].name == v;
-  }
-  for (auto& s : sample) {
-    const config::DatasetConfig& dc = c.loading.datasets[s.dataset];
-    pipeline::RowTransform t(&c, env, dc.image_base_path.value_or(""));
-    MMIRAGE_TRY(CountRowTokens(c, t, &toks, &s));
-    if (s.render_failed) ++render_failed;
-  }
-  if (render_failed > 0) {
-    notes.push_back(std::to_string(render_failed) + " sampled row(s) fail before generation (extraction or "
-                    "template errors; see `mmirage preview`); they count as 0 tokens.");
-  }
-
-  // 4. Which outputs are paid, cached, bounded.
-  std::set<const config::Processor*> procs;
-  bool paid = false, has_model_outputs = false;
-  int64_t bound_sum = 0;
-  bool bound_known = true;
-  for (const auto& o : c.processing.outputs) {
-    const config::Processor* p = c.FindProcessor(o.type);
-    process::OutputCachePlan plan = process::PlanOutputCache(c, o);
-    rep.outputs.push_back({o.name, plan.cached, plan.reason});
-    if (p == nullptr) continue;
-    has_model_outputs = true;
-    procs.insert(p);
-    paid = paid || IsPaid(*p);
-    auto mt = MaxTokens(*p);
-    if (mt) bound_sum += *mt;
-    else bound_known = false;
-  }
-  std::optional<int64_t> bound_per_row;
-  if (bound_known) bound_per_row = bound_sum;
-  int cached_outputs = 0;
-  std::string cached_names;
-  for (const auto& o : rep.outputs) {
-    if (!o.cached) continue;
-    ++cached_outputs;
-    cached_names += (cached_names.empty() ? "" : ", ") + o.name;
-  }
-  if (has_model_outputs) {
-    notes.push_back(cached_outputs == 0
-                        ? std::string("No output uses the generation cache (") +
-                              (c.execution.cache == "off" ? "cache: off" : "none is greedy or seeded") + ")."
-                        : "Outputs cached for later runs: " + cached_names +
-                              "; a re-run after an edit regenerates only what changed. Estimated as a first run.");
-  }
-
-  // 5. The sample run.
-  std::optional<SampleRun> run;
-  bool remote = false;
-  if (!has_model_outputs) {
-    notes.push_back("The config has no model outputs: no tokens, no inference time.");
-  } else if (!opt.generate) {
-    notes.push_back("--no-generate: nothing was generated; output tokens and time are not measured.");
-  } else if (paid && opt.generate_via.empty()) {
-    notes.push_back("Paid endpoints (batch_api, backend openai) are not called by estimate: output tokens are "
-                    "bounded by max tokens. Pass --generate-via URL to measure them on a synchronous endpoint.");
-  } else {
-    remote = paid;
-    std::string tmp = config::ProcessVarLookup()("TMPDIR").value_or("/tmp");
-    if (tmp.empty()) tmp = "/tmp";
-    TempDirGuard guard{env, tmp + "/mmirage-estimate-" + std::to_string(env->Pid()) + "-" +
-                                std::to_string(env->NowMicros())};
-    MMIRAGE_TRY(env->CreateDirs(guard.path));
-    std::vector<std::string> files(c.loading.datasets.size());
-    for (const auto& s : sample) files[s.dataset] += s.text + "\n";
-    for (size_t d = 0; d < files.size(); ++d) {
-      auto f = env->NewWritableFile(guard.path + "/sample_" + std::to_string(d) + ".jsonl");
-      if (!f.ok()) return f.status();
-      MMIRAGE_TRY((*f)->Append(files[d]));
-      MMIRAGE_TRY((*f)->Close());
-    }
-    MMIRAGE_ASSIGN_OR_RETURN(config::Config sc, SampleConfig(c, guard.path, opt.generate_via));
-    Status runnable = pipeline::CheckRunnable(sc);
-    if (!runnable.ok()) {
-      notes.push_back("The sample cannot run in this build (" + runnable.message() +
-                      "): output tokens and time are not measured.");
-    } else {
-      LOG_INFO("estimate: running the " << rep.sample_rows << "-row sample"
-                                        << (remote ? " on " + opt.generate_via : " on the configured engine"));
-      process::EngineFactory factory = opt.engine_factory ? opt.engine_factory
-                                                          : process::llm::DefaultEngineFactory({sc.loading.state_dir, 0, nullptr});
-      MMIRAGE_ASSIGN_OR_RETURN(SampleRun r, RunSample(env, sc, factory, guard.path));
-      run = std::move(r);
-    }
-  }
-
-  // 6. Extrapolation.
-  std::vector<double> in, out, w;
-  std::vector<size_t> next_row(c.loading.datasets.size(), 0);
-  int64_t sample_out = 0;
-  for (const auto& s : sample) {
-    int64_t row = static_cast<int64_t>(next_row[s.dataset]++);
-    double vin = static_cast<double>(s.tokenizer_input), vout = 0;
-    if (run) {
-      auto it = run->usage[s.dataset].find(row);
-      if (it != run->usage[s.dataset].end()) {
-        vin = static_cast<double>(it->second.first);
-        vout = static_cast<double>(it->second.second);
-      }
-    }
-    sample_out += static_cast<int64_t>(vout);
-    in.push_back(vin);
-    out.push_back(vout);
-    w.push_back(s.weight);
-  }
-  rep.input_tokens = ExtrapolateTotal(in, w, total);
-  if (run) {
-    notes.push_back("Input tokens as the engine counted them on the sample run (retries included).");
-    if (chained)
-      notes.push_back("Prompts that include earlier outputs were measured with the real outputs of the sample run.");
-    rep.output_tokens = ExtrapolateTotal(out, w, total);
-    rep.sample_failed_rows = run->failed_rows;
-  } else {
-    if (chained) {
-      notes.push_back("Prompts that include earlier outputs were counted with short placeholders instead of "
-                      "those outputs: input tokens lean low.");
-    }
-    if (bound_per_row && has_model_outputs) {
-      double b = static_cast<double>(*bound_per_row) * total;
-      rep.output_tokens = Interval{b, 0, b};
-      rep.output_tokens_bound = true;
-      notes.push_back("Output tokens are an upper bound: max tokens (" + std::to_string(*bound_per_row) +
-                      " per row over all outputs, first attempts) × rows.");
-    } else if (!has_model_outputs) {
-      rep.output_tokens = Interval{0, 0, 0};
-    }
-  }
-
-  // 7. Time and GPU figures from the sample run.
-  const config::ExecutionParams& ex = c.execution;
-  if (ex.mode == "slurm") {
-    rep.concurrency = std::min<int64_t>(ex.array_parallelism.value_or(rep.num_shards), rep.num_shards);
-    notes.push_back("Wall time for a SLURM array of " + std::to_string(rep.num_shards) + " tasks, " +
-                    std::to_string(rep.concurrency) + " at a time, queueing not included.");
-  } else if (ex.retry) {
-    rep.concurrency = std::min<int64_t>(ex.local_workers, rep.num_shards);
-    notes.push_back("Wall time for `mmirage run` with " + std::to_string(rep.concurrency) +
-                    " shard worker(s) at a time (local_workers) sharing this machine's speed as measured alone.");
-  } else {
-    rep.concurrency = 1;
-    if (rep.num_shards > 1)
-      notes.push_back("Wall time for the " + std::to_string(rep.num_shards) + " shards run one after another "
-                      "(local mode without retry runs one shard per `mmirage run`).");
-  }
-  uint64_t max_shard_rows = 0;
-  for (const auto& [s, n] : shard_rows) max_shard_rows = std::max(max_shard_rows, n);
-  if (run && run->stats.runtime_seconds) {
-    const ShardStats& st = run->stats;
-    double load = st.model_load_seconds.value_or(0);
-    double inf = std::max(1e-6, *st.runtime_seconds - load);
-    rep.model_load_seconds = load;
-    rep.rows_per_sec = static_cast<double>(st.rows_processed + run->failed_rows) / inf;
-    if (sample_out > 0) rep.output_tokens_per_sec = static_cast<double>(sample_out) / inf;
-    Interval per_shard;
-    if (sample_out > 0 && rep.output_tokens) {
-      double sec_per_tok = inf / static_cast<double>(sample_out);
-      Interval tok_per_row = Scale(*rep.output_tokens, 1.0 / total);
-      per_shard = Scale(tok_per_row, static_cast<double>(max_shard_rows) * sec_per_tok);
-      int64_t gpus = st.num_gpus.value_or(0);
-      if (!remote) {
-        if (gpus <= 0) {
-          const config::Processor* p = c.FindProcessor("llm");
-          gpus = std::max(1, p ? p->llm.tp_size : 1);
-          notes.push_back("Timed on this machine's CPU; a GPU run will differ. GPU figures treat the CPU timing as "
-                          "if it ran on " + std::to_string(gpus) + " GPU(s) (tp_size).");
-        }
-        rep.gpu_days_per_billion_tokens = static_cast<double>(gpus) * sec_per_tok * 1e9 / 86400.0;
-        rep.gpu_hours = static_cast<double>(gpus) * rep.output_tokens->estimate * sec_per_tok / 3600.0;
-      } else {
-        notes.push_back("Generated on " + opt.generate_via + ": its speed stands for the provider's (batch APIs "
-                        "have their own completion window); no GPU figures.");
-      }
-    } else {
-      double t = static_cast<double>(max_shard_rows) / std::max(1e-9, *rep.rows_per_sec);
-      per_shard = Interval{t, t, t};
-    }
-    per_shard.estimate += load;
-    per_shard.low += load;
-    per_shard.high += load;
-    rep.wall_seconds_per_shard = per_shard;
-    double waves = std::ceil(static_cast<double>(rep.num_shards) / static_cast<double>(rep.concurrency));
-    rep.wall_seconds = Scale(per_shard, waves);
-    notes.push_back("Speed measured on the sample run: " + FormatDouble(RoundTo(*rep.rows_per_sec, 2)) +
-                    " rows/s after a model load of " + FormatDouble(RoundTo(load, 2)) +
-                    " s; a small sample leaves the batch part-empty at its end, so times lean high.");
-  }
-
-  // 8. Cost.
-  bool priced = false;
-  for (const auto* p : procs)
-    priced = priced || p->price_per_million_input_tokens || p->price_per_million_output_tokens;
-  if (priced && procs.size() == 1) {
-    const config::Processor* p = *procs.begin();
-    double pin = p->price_per_million_input_tokens.value_or(0) / 1e6;
-    double pout = p->price_per_million_output_tokens.value_or(0) / 1e6;
-    Interval o = rep.output_tokens.value_or(Interval{});
-    rep.cost_usd = Interval{rep.input_tokens.estimate * pin + o.estimate * pout,
-                            rep.input_tokens.low * pin + o.low * pout, rep.input_tokens.high * pin + o.high * pout};
-    notes.push_back(std::string("Cost from price_per_million_input_tokens / price_per_million_output_tokens") +
-                    (rep.output_tokens_bound ? "; with output tokens at their bound it is an upper bound." : "."));
-  } else if (priced) {
-    notes.push_back("Outputs use several priced processors; the cost is not split per processor yet (null).");
-  }
+  MMIRAGE_ASSIGN_OR_RETURN(Population pop, CountPopulation(env, c, &rep));
+  MMIRAGE_ASSIGN_OR_RETURN(std::vector<SampleRow> sample, DrawSample(env, pop, opt.sample_rows, &rep));
+  MMIRAGE_TRY(CountSampleTokens(env, c, &sample, &rep.assumptions));
+  const OutputPlan plan = PlanOutputs(c, &rep);
+  MMIRAGE_ASSIGN_OR_RETURN(std::optional<SampleRun> run, MeasureSample(env, opt, plan, sample, &rep));
+  const int64_t sample_out = ExtrapolateTokens(c, sample, run, plan, &rep);
+  SetConcurrency(c.execution, &rep);
+  // A paid processor runs only on --generate-via: its timing is that endpoint's.
+  if (run && run->stats.runtime_seconds) EstimateTime(c, opt, pop, *run, sample_out, plan.paid, &rep);
+  EstimateCost(plan, &rep);
   return rep;
 }
 

@@ -29,21 +29,23 @@ struct Worker {
   std::unique_ptr<Subprocess> process;
 };
 
-}  // namespace
-
-int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOptions& options) {
-  const int64_t n = config.loading.num_shards;
-  const int64_t max_attempts = config.execution.max_retries + 1;
-  const size_t parallel = static_cast<size_t>(std::max<int64_t>(1, config.execution.local_workers));
-  auto attempts_of = [&](int64_t id) { return ShardState(env, config.loading.state_dir, id).Read(); };
-
-  std::deque<int64_t> queue;
+// The shards to run: options.shard_ids, or every shard of the config.
+std::vector<int64_t> ShardIds(const config::Config& config, const LocalRunOptions& options) {
   std::vector<int64_t> ids = options.shard_ids;
   if (ids.empty()) {
-    for (int64_t id = 0; id < n; ++id) ids.push_back(id);
+    for (int64_t id = 0; id < config.loading.num_shards; ++id) ids.push_back(id);
   }
+  return ids;
+}
+
+// Of `ids`, those to start: not succeeded and with attempts left (a submitted batch_api shard always); the
+// others are logged.
+std::deque<int64_t> RunnableShards(Env* env, const config::Config& config, const LocalRunOptions& options,
+                                   const std::vector<int64_t>& ids) {
+  const int64_t max_attempts = config.execution.max_retries + 1;
+  std::deque<int64_t> queue;
   for (int64_t id : ids) {
-    ShardRecord r = attempts_of(id);
+    ShardRecord r = ShardState(env, config.loading.state_dir, id).Read();
     if (r.status == ShardStatus::kSuccess) {
       LOG_INFO("Shard " << id << " already succeeded; skipped");
     } else if (r.attempts_spent >= max_attempts && r.status != ShardStatus::kSubmitted) {
@@ -54,104 +56,163 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
       queue.push_back(id);
     }
   }
-  // backend: sglang image generation: one server shared by all the shard processes, which get its URL in
-  // MMIRAGE_SGLANG_BASE_URL (starting one server per shard would load the model once per shard).
-  std::unique_ptr<engine::ManagedServer> image_server;
-  if (!queue.empty()) {
-    auto s = process::image_gen::StartSharedImageServer(config, config.loading.state_dir, config::ProcessVarLookup());
-    if (!s.ok()) {
-      LOG_ERROR(s.status().message());
-      return 1;
+  return queue;
+}
+
+// Runs shards as worker processes, `local_workers` at a time: starts them, reaps them, queues a failed shard
+// again while its attempts last, and on a stop request (or a worker that cannot be started) signals every
+// running worker, kills those still running after kStopGraceSeconds, and reaps them all. Run returns only once
+// no worker of this scheduler is left. Single-threaded; one Run per object.
+class LocalScheduler {
+ public:
+  // `image_server` (borrowed, may be null): the shared image server whose URL the workers get.
+  LocalScheduler(Env* env, const config::Config& config, const LocalRunOptions& options,
+                 const engine::ManagedServer* image_server)
+      : env_(env), config_(config), options_(options), image_server_(image_server),
+        max_attempts_(config.execution.max_retries + 1),
+        parallel_(static_cast<size_t>(std::max<int64_t>(1, config.execution.local_workers))) {}
+
+  void Run(std::deque<int64_t> queue) {
+    queue_ = std::move(queue);
+    while (!queue_.empty() || !running_.empty()) {
+      if (StopRequested() && !stopping_) {
+        // Each worker is in its own process group (the terminal's Ctrl-C reaches only us), so it gets exactly one
+        // stop signal, from here: it commits what is finished and exits resumable.
+        StopAll(StopSignal());
+      }
+      KillLateWorkers();
+      StartWorkers();
+      bool reaped = ReapWorkers();
+      if (!reaped && !running_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    image_server = std::move(*s);
   }
-  std::vector<Worker> running;
-  bool stopping = false;
-  bool in_progress = false, any_submitted = false;  // batch_api shards
-  // Workers of this call that ended without recording an attempt (e.g. a missing API key): bounded too.
-  std::map<int64_t, int64_t> attempts_before, uncounted;
-  uint64_t stop_started_us = 0;
-  bool killed = false;
-  while (!queue.empty() || !running.empty()) {
-    if (StopRequested() && !stopping) {
-      // Each worker is in its own process group (the terminal's Ctrl-C reaches only us), so it gets exactly one
-      // stop signal, from here: it commits what is finished and exits resumable.
-      stopping = true;
-      stop_started_us = env->MonotonicMicros();
-      queue.clear();
-      for (auto& w : running) (void)w.process->Signal(StopSignal());
+
+  bool stopped() const { return stopping_; }            // by a stop request or a start failure
+  bool start_failed() const { return start_failed_; }    // a worker could not be started: the run fails
+  bool in_progress() const { return in_progress_; }      // some batch_api shard's batches are still running
+
+ private:
+  ShardRecord Record(int64_t id) const { return ShardState(env_, config_.loading.state_dir, id).Read(); }
+
+  // No new worker; each running one gets `sig` (SIGKILL later, see KillLateWorkers).
+  void StopAll(int sig) {
+    stopping_ = true;
+    stop_started_us_ = env_->MonotonicMicros();
+    queue_.clear();
+    for (auto& w : running_) (void)w.process->Signal(sig);
+  }
+
+  // SIGKILL to the groups of workers still running kStopGraceSeconds after StopAll (once).
+  void KillLateWorkers() {
+    if (!stopping_ || killed_ || running_.empty() ||
+        env_->MonotonicMicros() - stop_started_us_ <= static_cast<uint64_t>(kStopGraceSeconds) * 1000000) {
+      return;
     }
-    if (stopping && !killed && !running.empty() &&
-        env->MonotonicMicros() - stop_started_us > static_cast<uint64_t>(kStopGraceSeconds) * 1000000) {
-      LOG_WARN("workers still running " << kStopGraceSeconds << " s after the stop request; killing them");
-      for (auto& w : running) (void)w.process->SignalGroup(SIGKILL);
-      killed = true;
-    }
-    while (!stopping && running.size() < parallel && !queue.empty()) {
-      int64_t id = queue.front();
-      queue.pop_front();
+    LOG_WARN("workers still running " << kStopGraceSeconds << " s after the stop request; killing them");
+    for (auto& w : running_) (void)w.process->SignalGroup(SIGKILL);
+    killed_ = true;
+  }
+
+  // Starts queued shards while a worker slot is free. A worker that cannot be started stops the run (StopAll).
+  void StartWorkers() {
+    while (!stopping_ && running_.size() < parallel_ && !queue_.empty()) {
+      int64_t id = queue_.front();
+      queue_.pop_front();
       SubprocessOptions so;
-      so.argv = {options.binary, "run", "--config", options.config_path, "--shard-id", std::to_string(id),
-                 "--log-level", options.log_level};
-      if (options.collect_stats) so.argv.push_back("--stats");
+      so.argv = {options_.binary, "run", "--config", options_.config_path, "--shard-id", std::to_string(id),
+                 "--log-level", options_.log_level};
+      if (options_.collect_stats) so.argv.push_back("--stats");
       // Several workers share the terminal: each reports progress as log lines, not as a live line.
       so.argv.insert(so.argv.end(), {"--progress", "log"});
       so.env_overrides = {{"SLURM_ARRAY_TASK_ID", std::to_string(id)}};
-      if (image_server) so.env_overrides.push_back({"MMIRAGE_SGLANG_BASE_URL", image_server->base_url()});
-      if (options.stdout_to_stderr) so.stdout_path = "/dev/stderr";
+      if (image_server_) so.env_overrides.push_back({"MMIRAGE_SGLANG_BASE_URL", image_server_->base_url()});
+      if (options_.stdout_to_stderr) so.stdout_path = "/dev/stderr";
       so.new_process_group = true;      // one stop signal per worker, from us, not a second from the terminal
       so.terminate_with_parent = true;  // and none survives us, even after a SIGKILL
       auto p = Subprocess::Start(so);
       if (!p.ok()) {
         LOG_ERROR("cannot start shard " << id << ": " << p.status().message());
-        return 1;
+        start_failed_ = true;
+        StopAll(SIGTERM);
+        return;
       }
-      LOG_INFO("Shard " << id << ": started (attempt #" << attempts_of(id).retry_count + 1 << ", pid "
-                        << (*p)->pid() << ")");
+      LOG_INFO("Shard " << id << ": started (attempt #" << Record(id).retry_count + 1 << ", pid " << (*p)->pid()
+                        << ")");
       (void)RegisterStopGroup((*p)->pid());
-      attempts_before[id] = attempts_of(id).retry_count;
-      running.push_back(Worker{id, std::move(*p)});
+      attempts_before_[id] = Record(id).retry_count;
+      running_.push_back(Worker{id, std::move(*p)});
     }
-    // Reap finished workers; retry failed shards that have attempts left.
+  }
+
+  // Reaps the workers that ended (OnWorkerEnd for each); true when some did.
+  bool ReapWorkers() {
     bool reaped = false;
-    for (size_t i = 0; i < running.size();) {
-      auto rc = running[i].process->Poll();
+    for (size_t i = 0; i < running_.size();) {
+      auto rc = running_[i].process->Poll();
       if (!rc) {
         ++i;
         continue;
       }
       reaped = true;
-      int64_t id = running[i].shard;
-      UnregisterStopGroup(running[i].process->pid());
-      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
-      ShardRecord r = attempts_of(id);
-      if (r.retry_count <= attempts_before[id]) ++uncounted[id];
-      if (*rc == 0 && r.status == ShardStatus::kSuccess) {
-        LOG_INFO("Shard " << id << ": succeeded");
-      } else if ((*rc == 0 || *rc == 75) && r.status == ShardStatus::kSubmitted) {  // batch_api: with the provider
-        LOG_INFO("Shard " << id << ": " << (*rc == 0 ? "submitted" : "batches still in progress"));
-        if (*rc == 75) in_progress = true;
-      } else if (stopping) {
-        LOG_WARN("Shard " << id << ": stopped (exit " << *rc << "); it resumes from its last commit next time");
-      } else if (r.attempts_spent < max_attempts && uncounted[id] < max_attempts) {
-        LOG_WARN("Shard " << id << ": failed (exit " << *rc << ", attempt " << r.retry_count << ", "
-                          << r.attempts_spent << "/" << max_attempts << " without progress): "
-                          << r.error.value_or("no status written") << "; retrying");
-        queue.push_back(id);
-      } else {
-        LOG_ERROR("Shard " << id << ": failed after " << r.retry_count << " attempts (" << r.attempts_spent
-                           << " without progress): " << r.error.value_or("no status written") << "; `mmirage retry --config "
-                           << options.config_path << " --reset` gives it a fresh budget");
-      }
+      int64_t id = running_[i].shard;
+      UnregisterStopGroup(running_[i].process->pid());
+      running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+      OnWorkerEnd(id, *rc);
     }
-    if (!reaped && !running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return reaped;
   }
-  if (stopping) return 128 + StopSignal();
-  // The workers' own reports scrolled by among the others: the failed rows of every shard once more, at the end.
+
+  // Logs how shard `id`'s worker ended (exit status `rc`) and queues the shard again when it failed with attempts
+  // left. A worker that ended without recording an attempt (e.g. a missing API key) is bounded too.
+  void OnWorkerEnd(int64_t id, int rc) {
+    ShardRecord r = Record(id);
+    if (r.retry_count <= attempts_before_[id]) ++uncounted_[id];
+    if (rc == 0 && r.status == ShardStatus::kSuccess) {
+      LOG_INFO("Shard " << id << ": succeeded");
+    } else if ((rc == 0 || rc == 75) && r.status == ShardStatus::kSubmitted) {  // batch_api: with the provider
+      LOG_INFO("Shard " << id << ": " << (rc == 0 ? "submitted" : "batches still in progress"));
+      if (rc == 75) in_progress_ = true;
+    } else if (stopping_) {
+      LOG_WARN("Shard " << id << ": stopped (exit " << rc << "); it resumes from its last commit next time");
+    } else if (r.attempts_spent < max_attempts_ && uncounted_[id] < max_attempts_) {
+      LOG_WARN("Shard " << id << ": failed (exit " << rc << ", attempt " << r.retry_count << ", "
+                        << r.attempts_spent << "/" << max_attempts_ << " without progress): "
+                        << r.error.value_or("no status written") << "; retrying");
+      queue_.push_back(id);
+    } else {
+      LOG_ERROR("Shard " << id << ": failed after " << r.retry_count << " attempts (" << r.attempts_spent
+                         << " without progress): " << r.error.value_or("no status written")
+                         << "; `mmirage retry --config " << options_.config_path
+                         << " --reset` gives it a fresh budget");
+    }
+  }
+
+  Env* env_;
+  const config::Config& config_;
+  const LocalRunOptions& options_;
+  const engine::ManagedServer* image_server_;
+  const int64_t max_attempts_;
+  const size_t parallel_;
+  std::deque<int64_t> queue_;
+  std::vector<Worker> running_;
+  bool stopping_ = false;
+  bool killed_ = false;
+  bool start_failed_ = false;
+  bool in_progress_ = false;
+  uint64_t stop_started_us_ = 0;
+  std::map<int64_t, int64_t> attempts_before_;  // retry_count of each shard when its worker was started
+  std::map<int64_t, int64_t> uncounted_;        // workers of this run that ended without recording an attempt
+};
+
+// The end of a run that was not stopped: the failed rows of every shard once more (the workers' own reports
+// scrolled by among the others), then the exit code: 1 when some shard did not succeed, 75 when batch_api
+// batches are still in progress, else 0.
+int FinishRun(Env* env, const config::Config& config, const std::vector<int64_t>& ids, bool in_progress) {
   (void)pipeline::LogFailureSummary(env, config);
   std::vector<int64_t> bad;
+  bool any_submitted = false;
   for (int64_t id : ids) {
-    ShardStatus st = attempts_of(id).status;
+    ShardStatus st = ShardState(env, config.loading.state_dir, id).Read().status;
     if (st == ShardStatus::kSubmitted) any_submitted = true;
     else if (st != ShardStatus::kSuccess) bad.push_back(id);
   }
@@ -167,6 +228,29 @@ int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOp
   }
   LOG_INFO("All shards completed successfully");
   return 0;
+}
+
+}  // namespace
+
+int RunAllShardsLocally(Env* env, const config::Config& config, const LocalRunOptions& options) {
+  const std::vector<int64_t> ids = ShardIds(config, options);
+  std::deque<int64_t> queue = RunnableShards(env, config, options, ids);
+  // backend: sglang image generation: one server shared by all the shard processes, which get its URL in
+  // MMIRAGE_SGLANG_BASE_URL (starting one server per shard would load the model once per shard).
+  std::unique_ptr<engine::ManagedServer> image_server;
+  if (!queue.empty()) {
+    auto s = process::image_gen::StartSharedImageServer(config, config.loading.state_dir, config::ProcessVarLookup());
+    if (!s.ok()) {
+      LOG_ERROR(s.status().message());
+      return 1;
+    }
+    image_server = std::move(*s);
+  }
+  LocalScheduler scheduler(env, config, options, image_server.get());
+  scheduler.Run(std::move(queue));
+  if (scheduler.start_failed()) return 1;
+  if (scheduler.stopped()) return 128 + StopSignal();
+  return FinishRun(env, config, ids, scheduler.in_progress());
 }
 
 }  // namespace mmirage::exec

@@ -188,6 +188,218 @@ std::string RandomSuffix() {
   return Hex64(rng());
 }
 
+// Shard directories to merge: (shard id, directory), in merge order.
+using Candidates = std::vector<std::pair<int64_t, std::string>>;
+
+// Refuses a missing input directory (kNotFound) and an output that is the input or contains it (kInvalidArgument:
+// publishing would delete the input).
+Status CheckMergePaths(Env* env, const std::string& input_dir, const std::string& output_dir) {
+  if (!env->IsDirectory(input_dir))
+    return Status::NotFound("dataset_dir does not exist or is not a directory: " + input_dir);
+  std::string in_real = ResolvePath(env, input_dir), out_real = ResolvePath(env, output_dir);
+  if (in_real == out_real)
+    return Status::InvalidArgument("Unsafe merge output path: output_dir equals dataset_dir (" + out_real + ")");
+  if (IsAncestor(out_real, in_real))
+    return Status::InvalidArgument("Unsafe merge output path: output_dir contains dataset_dir (" + out_real +
+                                   " contains " + in_real + ")");
+  return Status::OK();
+}
+
+// The directories of exactly `ids`, in that order. Errors: kNotFound listing the ids without a directory.
+Result<Candidates> RequestedShards(Env* env, const std::string& input_dir, const std::vector<int64_t>& ids) {
+  Candidates candidates;
+  std::vector<std::string> missing;
+  for (int64_t id : ids) {
+    std::string d = JoinPath(input_dir, "shard_" + std::to_string(id));
+    if (!env->IsDirectory(d)) missing.push_back(std::to_string(id));
+    else candidates.emplace_back(id, d);
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+    return Status::NotFound("missing shard output(s) in " + input_dir + ": shard " + list);
+  }
+  return candidates;
+}
+
+// Every shard_<n> directory of rep->input_dir in numeric order; those with n >= options.num_shards are left out
+// (listed in rep, with a warning). Errors: two directories of one shard id (shard_7 and shard_07).
+Result<Candidates> ScannedShards(Env* env, const MergeOptions& options, MergeReport* rep) {
+  Candidates candidates;
+  MMIRAGE_ASSIGN_OR_RETURN(auto children, env->GetChildren(rep->input_dir));
+  for (const auto& c : children) {
+    auto id = ShardNumber(c);
+    std::string d = JoinPath(rep->input_dir, c);
+    if (!id || !env->IsDirectory(d)) continue;
+    if (options.num_shards && *id >= *options.num_shards) {
+      rep->ignored_beyond_num_shards.push_back(*id);
+      continue;
+    }
+    candidates.emplace_back(*id, d);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  for (size_t i = 1; i < candidates.size(); ++i) {  // never merge a shard twice
+    if (candidates[i].first == candidates[i - 1].first)
+      return Status::InvalidArgument(candidates[i - 1].second + " and " + candidates[i].second + " are both shard " +
+                                     std::to_string(candidates[i].first) + "; remove one");
+  }
+  if (!rep->ignored_beyond_num_shards.empty()) {
+    std::sort(rep->ignored_beyond_num_shards.begin(), rep->ignored_beyond_num_shards.end());
+    std::string list;
+    for (int64_t id : rep->ignored_beyond_num_shards) list += (list.empty() ? "" : ", ") + std::to_string(id);
+    LOG_WARN("Ignoring stale shard folder(s) " << list << " in " << rep->input_dir << ": beyond num_shards="
+                                                << *options.num_shards << " (left over from an earlier run?)");
+  }
+  return candidates;
+}
+
+// What shard directory `dir` holds (format, splits) with its row count in *rows; nullopt when it holds no data
+// table. Errors: a corrupt dataset_dict.json, a split without data, splits in different formats, reading.
+Result<std::optional<ShardContent>> InspectShard(Env* env, int64_t id, const std::string& dir, int64_t* rows) {
+  ShardContent sc{id, dir, {}};
+  *rows = 0;
+  std::string dd = JoinPath(dir, "dataset_dict.json");
+  if (!env->FileExists(dd)) {
+    auto fmt = TableFormat(env, dir);
+    if (!fmt.ok()) return std::optional<ShardContent>();
+    sc.format = *fmt;
+    MMIRAGE_ASSIGN_OR_RETURN(*rows, TableRows(env, dir));
+    return std::optional<ShardContent>(std::move(sc));
+  }
+  MMIRAGE_ASSIGN_OR_RETURN(std::string text, env->ReadFileToString(dd));
+  auto v = ParseJson(text);
+  const Value* splits = v.ok() ? v->Find("splits") : nullptr;
+  if (splits == nullptr || !splits->is_array()) return Status::Corruption(dd + ": invalid dataset_dict.json");
+  for (const auto& s : splits->as_array()) {
+    std::string why = s.is_string() ? UnsafePathComponent(s.as_string()) : "is not a string";
+    if (!why.empty()) return Status::Corruption(dd + ": invalid split name " + ToJson(s) + " (" + why + ")");
+    sc.splits.push_back(s.as_string());
+    std::string sd = JoinPath(dir, s.as_string());
+    auto fmt = TableFormat(env, sd);
+    if (!fmt.ok()) return Status::NotFound("missing split data: " + fmt.status().message());
+    if (sc.splits.size() > 1 && *fmt != sc.format)
+      return Status::InvalidArgument(dir + ": splits in different output formats");
+    sc.format = *fmt;
+    MMIRAGE_ASSIGN_OR_RETURN(int64_t n, TableRows(env, sd));
+    *rows += n;
+  }
+  return std::optional<ShardContent>(std::move(sc));
+}
+
+// The candidates that hold rows, in order; those without data or rows are counted in rep, and the lines of every
+// inspected shard's errors.jsonl in rep->error_rows (failed rows) and *error_lines (all). Errors: InspectShard's;
+// no shard with rows (kNotFound); single tables mixed with split maps, or formats mixed (kInvalidArgument).
+Result<std::vector<ShardContent>> SelectShards(Env* env, const Candidates& candidates, MergeReport* rep,
+                                               int64_t* error_lines) {
+  std::vector<ShardContent> shards;
+  for (const auto& [id, dir] : candidates) {
+    int64_t rows = 0;
+    MMIRAGE_ASSIGN_OR_RETURN(std::optional<ShardContent> sc, InspectShard(env, id, dir, &rows));
+    if (!sc) {
+      ++rep->skipped_invalid;
+      continue;
+    }
+    std::string ef = JoinPath(dir, "errors.jsonl");
+    if (env->FileExists(ef)) {
+      MMIRAGE_TRY(CountErrorLines(env, ef, &rep->error_rows, error_lines));
+    }
+    if (rows == 0) {
+      ++rep->skipped_zero_rows;
+      continue;
+    }
+    shards.push_back(std::move(*sc));
+  }
+  if (shards.empty()) {
+    return Status::NotFound("No non-empty shards found in " + rep->input_dir + ". empty/invalid dirs: " +
+                            std::to_string(rep->skipped_invalid) +
+                            ", zero-row datasets: " + std::to_string(rep->skipped_zero_rows) + ".");
+  }
+  bool split_map = !shards[0].splits.empty();
+  for (const auto& s : shards) {
+    if (s.splits.empty() == split_map) return Status::InvalidArgument("Cannot merge mix of Dataset and DatasetDict shards.");
+    if (s.format != shards[0].format)
+      return Status::InvalidArgument("Cannot merge shards of different output formats: " + shards[0].dir + " is " +
+                                     FormatName(shards[0].format) + ", " + s.dir + " is " + FormatName(s.format));
+  }
+  return shards;
+}
+
+// Writes the merged data into `tmp`: one table, or for split maps one directory per split name (the sorted union)
+// and dataset_dict.json. Adds the rows written to *rows. REQUIRES: shards agree (SelectShards).
+Status WriteMergedTables(Env* env, const std::vector<ShardContent>& shards, const std::string& tmp, int64_t* rows) {
+  const OutputFormat format = shards[0].format;
+  if (shards[0].splits.empty()) {
+    std::vector<std::string> tables;
+    for (const auto& s : shards) tables.push_back(s.dir);
+    return MergeTable(env, tables, tmp, format, rows);
+  }
+  std::map<std::string, int> names;  // sorted union
+  for (const auto& s : shards)
+    for (const auto& sp : s.splits) names[sp] = 1;
+  Value list = Value::EmptyArray();
+  for (const auto& [name, _] : names) {
+    list.Push(name);
+    MMIRAGE_TRY(env->CreateDirs(JoinPath(tmp, name)));
+    std::vector<std::string> tables;
+    for (const auto& s : shards) {
+      if (std::find(s.splits.begin(), s.splits.end(), name) == s.splits.end()) continue;
+      tables.push_back(JoinPath(s.dir, name));
+    }
+    MMIRAGE_TRY(MergeTable(env, tables, JoinPath(tmp, name), format, rows));
+    MMIRAGE_TRY(env->SyncDir(JoinPath(tmp, name)));
+  }
+  Value dd = Value::EmptyObject();
+  dd.Set("splits", list);
+  return WriteFileAtomically(env, JoinPath(tmp, "dataset_dict.json"), ToJson(dd) + "\n");
+}
+
+// Side files, concatenated in shard order into `tmp` when any candidate has one: failed rows (errors.jsonl, only
+// when some shard has a line) and per-row token usage (usage.jsonl). Each is synced.
+Status WriteSideFiles(Env* env, const Candidates& candidates, int64_t error_lines, const std::string& tmp) {
+  for (const char* side : {"errors.jsonl", "usage.jsonl"}) {
+    bool any = false;
+    for (const auto& [id, dir] : candidates) any = any || env->FileExists(JoinPath(dir, side));
+    if (!any || (std::string(side) == "errors.jsonl" && error_lines == 0)) continue;
+    MMIRAGE_ASSIGN_OR_RETURN(auto out, env->NewWritableFile(JoinPath(tmp, side)));
+    for (const auto& [id, dir] : candidates) {
+      std::string ef = JoinPath(dir, side);
+      if (env->FileExists(ef)) MMIRAGE_TRY(CopyLines(env, ef, out.get(), nullptr).status());
+    }
+    MMIRAGE_TRY(out->Sync());
+    MMIRAGE_TRY(out->Close());
+  }
+  return Status::OK();
+}
+
+// Publishes the written directory `tmp` as `output_dir` (durability order as a shard's, see
+// pipeline/shard_writer.h): the parent is synced after the swap and before the previous output is deleted. On
+// error the caller removes `tmp`.
+Status PublishMergedDir(Env* env, const std::string& tmp, const std::string& output_dir) {
+  // Every file in tmp was synced; then the directory is.
+  MMIRAGE_TRY(env->SyncDir(tmp));
+  const std::string parent = Dirname(output_dir);
+  if (!env->FileExists(output_dir)) {
+    MMIRAGE_TRY(env->RenameFile(tmp, output_dir));
+    return env->SyncDir(parent);
+  }
+  Status ex = env->ExchangeFiles(tmp, output_dir);
+  if (ex.ok()) {
+    MMIRAGE_TRY(env->SyncDir(parent));
+    MMIRAGE_TRY(env->RemoveAll(tmp));  // the previous output
+    return env->SyncDir(parent);
+  }
+  if (!ex.IsUnavailable()) return ex;
+  // No atomic exchange: the previous output moves aside (a `.tmp.` name, ignored by readers) until the new
+  // one is in place.
+  const std::string aside = tmp + ".old";
+  MMIRAGE_TRY(env->RemoveAll(aside));
+  MMIRAGE_TRY(env->RenameFile(output_dir, aside));
+  MMIRAGE_TRY(env->RenameFile(tmp, output_dir));
+  MMIRAGE_TRY(env->SyncDir(parent));
+  MMIRAGE_TRY(env->RemoveAll(aside));
+  return env->SyncDir(parent);
+}
+
 }  // namespace
 
 bool HasShardDirs(Env* env, const std::string& dir) {
@@ -211,186 +423,28 @@ std::string MergeReport::Summary() const {
 Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, const std::string& output_dir,
                                     const MergeOptions& options) {
   MergeReport rep;
-  int64_t error_lines = 0;  // failed rows and warnings
   rep.input_dir = env->AbsolutePath(input_dir);
   rep.output_dir = env->AbsolutePath(output_dir);
   rep.dataset_name = Basename(rep.input_dir);
-  if (!env->IsDirectory(rep.input_dir))
-    return Status::NotFound("dataset_dir does not exist or is not a directory: " + rep.input_dir);
-  std::string in_real = ResolvePath(env, rep.input_dir), out_real = ResolvePath(env, rep.output_dir);
-  if (in_real == out_real)
-    return Status::InvalidArgument("Unsafe merge output path: output_dir equals dataset_dir (" + out_real + ")");
-  if (IsAncestor(out_real, in_real))
-    return Status::InvalidArgument("Unsafe merge output path: output_dir contains dataset_dir (" + out_real +
-                                   " contains " + in_real + ")");
-
-  // Candidates, in numeric order.
-  std::vector<std::pair<int64_t, std::string>> candidates;
+  MMIRAGE_TRY(CheckMergePaths(env, rep.input_dir, rep.output_dir));
+  Candidates candidates;
   if (options.shard_ids) {
-    std::vector<std::string> missing;
-    for (int64_t id : *options.shard_ids) {
-      std::string d = JoinPath(rep.input_dir, "shard_" + std::to_string(id));
-      if (!env->IsDirectory(d)) missing.push_back(std::to_string(id));
-      else candidates.emplace_back(id, d);
-    }
-    if (!missing.empty()) {
-      std::string list;
-      for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-      return Status::NotFound("missing shard output(s) in " + rep.input_dir + ": shard " + list);
-    }
+    MMIRAGE_ASSIGN_OR_RETURN(candidates, RequestedShards(env, rep.input_dir, *options.shard_ids));
   } else {
-    MMIRAGE_ASSIGN_OR_RETURN(auto children, env->GetChildren(rep.input_dir));
-    for (const auto& c : children) {
-      auto id = ShardNumber(c);
-      std::string d = JoinPath(rep.input_dir, c);
-      if (!id || !env->IsDirectory(d)) continue;
-      if (options.num_shards && *id >= *options.num_shards) {
-        rep.ignored_beyond_num_shards.push_back(*id);
-        continue;
-      }
-      candidates.emplace_back(*id, d);
-    }
-    std::sort(candidates.begin(), candidates.end());
-    for (size_t i = 1; i < candidates.size(); ++i) {  // shard_7 and shard_07: never merge a shard twice
-      if (candidates[i].first == candidates[i - 1].first)
-        return Status::InvalidArgument(candidates[i - 1].second + " and " + candidates[i].second + " are both shard " +
-                                       std::to_string(candidates[i].first) + "; remove one");
-    }
-    if (!rep.ignored_beyond_num_shards.empty()) {
-      std::sort(rep.ignored_beyond_num_shards.begin(), rep.ignored_beyond_num_shards.end());
-      std::string list;
-      for (int64_t id : rep.ignored_beyond_num_shards) list += (list.empty() ? "" : ", ") + std::to_string(id);
-      LOG_WARN("Ignoring stale shard folder(s) " << list << " in " << rep.input_dir << ": beyond num_shards="
-                                                  << *options.num_shards << " (left over from an earlier run?)");
-    }
+    MMIRAGE_ASSIGN_OR_RETURN(candidates, ScannedShards(env, options, &rep));
   }
   if (candidates.empty()) return Status::NotFound("No shard_* folders found in " + rep.input_dir + ".");
-
-  std::vector<ShardContent> shards;
-  for (const auto& [id, dir] : candidates) {
-    ShardContent sc{id, dir, {}};
-    std::string dd = JoinPath(dir, "dataset_dict.json");
-    int64_t rows = 0;
-    if (env->FileExists(dd)) {
-      MMIRAGE_ASSIGN_OR_RETURN(std::string text, env->ReadFileToString(dd));
-      auto v = ParseJson(text);
-      const Value* splits = v.ok() ? v->Find("splits") : nullptr;
-      if (splits == nullptr || !splits->is_array()) return Status::Corruption(dd + ": invalid dataset_dict.json");
-      for (const auto& s : splits->as_array()) {
-        std::string why = s.is_string() ? UnsafePathComponent(s.as_string()) : "is not a string";
-        if (!why.empty()) return Status::Corruption(dd + ": invalid split name " + ToJson(s) + " (" + why + ")");
-        sc.splits.push_back(s.as_string());
-        std::string sd = JoinPath(dir, s.as_string());
-        auto fmt = TableFormat(env, sd);
-        if (!fmt.ok()) return Status::NotFound("missing split data: " + fmt.status().message());
-        if (sc.splits.size() > 1 && *fmt != sc.format)
-          return Status::InvalidArgument(dir + ": splits in different output formats");
-        sc.format = *fmt;
-        MMIRAGE_ASSIGN_OR_RETURN(int64_t n, TableRows(env, sd));
-        rows += n;
-      }
-    } else {
-      auto fmt = TableFormat(env, dir);
-      if (!fmt.ok()) {
-        ++rep.skipped_invalid;
-        continue;
-      }
-      sc.format = *fmt;
-      MMIRAGE_ASSIGN_OR_RETURN(rows, TableRows(env, dir));
-    }
-    std::string ef = JoinPath(dir, "errors.jsonl");
-    if (env->FileExists(ef)) {
-      MMIRAGE_TRY(CountErrorLines(env, ef, &rep.error_rows, &error_lines));
-    }
-    if (rows == 0) {
-      ++rep.skipped_zero_rows;
-      continue;
-    }
-    shards.push_back(std::move(sc));
-  }
-  if (shards.empty()) {
-    return Status::NotFound("No non-empty shards found in " + rep.input_dir + ". empty/invalid dirs: " +
-                            std::to_string(rep.skipped_invalid) +
-                            ", zero-row datasets: " + std::to_string(rep.skipped_zero_rows) + ".");
-  }
-  bool split_map = !shards[0].splits.empty();
-  for (const auto& s : shards) {
-    if (s.splits.empty() == split_map) return Status::InvalidArgument("Cannot merge mix of Dataset and DatasetDict shards.");
-    if (s.format != shards[0].format)
-      return Status::InvalidArgument("Cannot merge shards of different output formats: " + shards[0].dir + " is " +
-                                     FormatName(shards[0].format) + ", " + s.dir + " is " + FormatName(s.format));
-  }
-  const OutputFormat format = shards[0].format;
+  int64_t error_lines = 0;  // failed rows and warnings
+  MMIRAGE_ASSIGN_OR_RETURN(std::vector<ShardContent> shards, SelectShards(env, candidates, &rep, &error_lines));
 
   // Write into a temporary sibling, then publish.
   MMIRAGE_TRY(CreateDirsDurably(env, Dirname(rep.output_dir)));
   std::string tmp = rep.output_dir + ".tmp." + env->Hostname() + "." + std::to_string(env->Pid()) + "." + RandomSuffix();
   MMIRAGE_TRY(env->RemoveAll(tmp));
   MMIRAGE_TRY(env->CreateDirs(tmp));
-  auto write_all = [&]() -> Status {
-    if (!split_map) {
-      std::vector<std::string> tables;
-      for (const auto& s : shards) tables.push_back(s.dir);
-      MMIRAGE_TRY(MergeTable(env, tables, tmp, format, &rep.rows));
-    } else {
-      std::map<std::string, int> names;  // sorted union
-      for (const auto& s : shards)
-        for (const auto& sp : s.splits) names[sp] = 1;
-      Value list = Value::EmptyArray();
-      for (const auto& [name, _] : names) {
-        list.Push(name);
-        MMIRAGE_TRY(env->CreateDirs(JoinPath(tmp, name)));
-        std::vector<std::string> tables;
-        for (const auto& s : shards) {
-          if (std::find(s.splits.begin(), s.splits.end(), name) == s.splits.end()) continue;
-          tables.push_back(JoinPath(s.dir, name));
-        }
-        MMIRAGE_TRY(MergeTable(env, tables, JoinPath(tmp, name), format, &rep.rows));
-        MMIRAGE_TRY(env->SyncDir(JoinPath(tmp, name)));
-      }
-      Value dd = Value::EmptyObject();
-      dd.Set("splits", list);
-      MMIRAGE_TRY(WriteFileAtomically(env, JoinPath(tmp, "dataset_dict.json"), ToJson(dd) + "\n"));
-    }
-    // Side files, concatenated in shard order when any shard has one: failed rows and per-row token usage.
-    for (const char* side : {"errors.jsonl", "usage.jsonl"}) {
-      bool any = false;
-      for (const auto& [id, dir] : candidates) any = any || env->FileExists(JoinPath(dir, side));
-      if (!any || (std::string(side) == "errors.jsonl" && error_lines == 0)) continue;
-      MMIRAGE_ASSIGN_OR_RETURN(auto out, env->NewWritableFile(JoinPath(tmp, side)));
-      for (const auto& [id, dir] : candidates) {
-        std::string ef = JoinPath(dir, side);
-        if (env->FileExists(ef)) MMIRAGE_TRY(CopyLines(env, ef, out.get(), nullptr).status());
-      }
-      MMIRAGE_TRY(out->Sync());
-      MMIRAGE_TRY(out->Close());
-    }
-    // Every file written above was synced; the directory now is. Publish (durability order as a shard's, see
-    // pipeline/shard_writer.h): the parent is synced after the swap and before the previous output is deleted.
-    MMIRAGE_TRY(env->SyncDir(tmp));
-    const std::string parent = Dirname(rep.output_dir);
-    if (env->FileExists(rep.output_dir)) {
-      Status ex = env->ExchangeFiles(tmp, rep.output_dir);
-      if (ex.ok()) {
-        MMIRAGE_TRY(env->SyncDir(parent));
-        MMIRAGE_TRY(env->RemoveAll(tmp));  // the previous output
-        return env->SyncDir(parent);
-      }
-      if (!ex.IsUnavailable()) return ex;
-      // No atomic exchange: the previous output moves aside (a `.tmp.` name, ignored by readers) until the new
-      // one is in place.
-      const std::string aside = tmp + ".old";
-      MMIRAGE_TRY(env->RemoveAll(aside));
-      MMIRAGE_TRY(env->RenameFile(rep.output_dir, aside));
-      MMIRAGE_TRY(env->RenameFile(tmp, rep.output_dir));
-      MMIRAGE_TRY(env->SyncDir(parent));
-      MMIRAGE_TRY(env->RemoveAll(aside));
-      return env->SyncDir(parent);
-    }
-    MMIRAGE_TRY(env->RenameFile(tmp, rep.output_dir));
-    return env->SyncDir(parent);
-  };
-  Status s = write_all();
+  Status s = WriteMergedTables(env, shards, tmp, &rep.rows);
+  if (s.ok()) s = WriteSideFiles(env, candidates, error_lines, tmp);
+  if (s.ok()) s = PublishMergedDir(env, tmp, rep.output_dir);
   if (!s.ok()) {
     (void)env->RemoveAll(tmp);
     return s;

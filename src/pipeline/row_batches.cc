@@ -40,6 +40,7 @@ struct Channel {
   bool reader_finished = false;
   bool stop = false;
   Status reader_status;
+  Status fatal;  // an exception in a worker: a fault of the program or the machine, not of a row; ends the run
 };
 
 }  // namespace
@@ -77,121 +78,144 @@ void ProcessRowValue(const RowTransform& transform, uint64_t row_index, const st
   ++out->rows;
 }
 
+namespace {
+
+constexpr size_t kMaxBatchBytes = 32u << 20;  // a batch also ends at 32 MiB of row data (big rows, e.g. images)
+
+// Reads rows into *b until it holds `batch_rows` rows or kMaxBatchBytes, the stream ends or a stop is requested;
+// *full: it ended on a limit (more rows may follow). Errors: the stream's (*b keeps the rows read before).
+Status FillBatch(RowStream* stream, size_t batch_rows, RawBatch* b, bool* full) {
+  RawRow raw;
+  size_t value_bytes = 0;  // decoded rows' data
+  auto has_room = [&] { return b->rows.size() < batch_rows && b->text.size() + value_bytes < kMaxBatchBytes; };
+  while (has_room() && !StopRequested()) {
+    MMIRAGE_ASSIGN_OR_RETURN(bool more, stream->Next(&raw));
+    if (!more) break;
+    size_t vi = SIZE_MAX;
+    if (raw.value != nullptr) {
+      vi = b->values.size();
+      value_bytes += static_cast<size_t>(ApproxBytes(*raw.value));
+      b->values.push_back(std::move(*raw.value));
+    }
+    b->rows.push_back({raw.index, raw.line, raw.file, b->text.size(), raw.text.size(), vi});
+    b->text.append(raw.text);
+  }
+  *full = !has_room();
+  return Status::OK();
+}
+
+// The reader thread: cuts the stream into batches numbered in input order, with at most `max_in_flight` in
+// flight, until the stream ends, fails (ch->reader_status) or the run stops; then sets ch->reader_finished.
+void ReadBatches(RowStream* stream, size_t batch_rows, size_t max_in_flight, Channel* ch) {
+  uint64_t seq = 0;
+  while (true) {
+    RawBatch b;
+    b.seq = seq;
+    bool full = false;
+    Status s = FillBatch(stream, batch_rows, &b, &full);
+    std::unique_lock<std::mutex> l(ch->mu);
+    if (!s.ok()) ch->reader_status = s;
+    if (!b.rows.empty() && s.ok()) {
+      ch->cv.wait(l, [&] { return ch->in_flight < max_in_flight || ch->stop; });
+      if (ch->stop) break;
+      ++ch->in_flight;
+      ch->todo.push_back(std::move(b));
+      ++seq;
+    }
+    if (!s.ok() || !full || ch->stop) break;
+    ch->cv.notify_all();
+  }
+  std::lock_guard<std::mutex> l(ch->mu);
+  ch->reader_finished = true;
+  ch->cv.notify_all();
+}
+
+// The rows of batch `b` processed into *out. No exception may leave a worker thread (it would terminate the
+// process). Data errors arrive as values, so whatever is thrown (a bug, memory exhausted) is not the row's failure
+// and is not recorded as one: the error is kInternal naming the row.
+Status ProcessBatch(const RowTransform& transform, const RawBatch& b, ProcessedBatch* out) {
+  out->lines.reserve(b.text.size() + b.text.size() / 2);
+  for (const auto& r : b.rows) {
+    try {
+      if (r.value != SIZE_MAX) {
+        ProcessRowValue(transform, r.index, *r.file, r.line, b.values[r.value], out);
+      } else {
+        ProcessRow(transform, r.index, *r.file, r.line, std::string_view(b.text).substr(r.offset, r.length), out);
+      }
+    } catch (const std::exception& e) {
+      return Status::Internal(*r.file + ":" + std::to_string(r.line) + ": internal error: " + e.what());
+    }
+  }
+  return Status::OK();
+}
+
+// A worker thread: processes batches until none is left or the run stops. An error (ProcessBatch's) becomes
+// ch->fatal, the first one kept, and stops the run.
+void ProcessBatches(const RowTransform& transform, Channel* ch) {
+  while (true) {
+    RawBatch b;
+    {
+      std::unique_lock<std::mutex> l(ch->mu);
+      ch->cv.wait(l, [&] { return !ch->todo.empty() || ch->reader_finished || ch->stop; });
+      if (ch->stop || (ch->todo.empty() && ch->reader_finished)) return;
+      b = std::move(ch->todo.front());
+      ch->todo.pop_front();
+    }
+    ProcessedBatch out;
+    Status s = ProcessBatch(transform, b, &out);
+    std::lock_guard<std::mutex> l(ch->mu);
+    if (!s.ok()) {
+      if (ch->fatal.ok()) ch->fatal = s;
+      ch->stop = true;
+      ch->cv.notify_all();
+      return;
+    }
+    ch->done.emplace(b.seq, std::move(out));
+    ch->cv.notify_all();
+  }
+}
+
+// The caller's thread: hands the processed batches to `sink` in input order until every batch is handed over, a
+// worker fails (ch->fatal) or the sink fails; returns the sink's error (and stops the run then).
+Status DeliverInOrder(Channel* ch, const std::function<Status(ProcessedBatch&)>& sink) {
+  uint64_t next = 0;
+  while (true) {
+    std::optional<ProcessedBatch> batch;
+    {
+      std::unique_lock<std::mutex> l(ch->mu);
+      ch->cv.wait(l, [&] {
+        return ch->done.count(next) > 0 || (ch->reader_finished && ch->in_flight == 0) || !ch->fatal.ok();
+      });
+      if (!ch->fatal.ok()) return Status::OK();
+      auto it = ch->done.find(next);
+      if (it == ch->done.end()) return Status::OK();  // reader finished and everything was handed over
+      batch = std::move(it->second);
+      ch->done.erase(it);
+    }
+    Status s = sink(*batch);
+    std::lock_guard<std::mutex> l(ch->mu);
+    --ch->in_flight;
+    ++next;
+    ch->cv.notify_all();
+    if (!s.ok()) {
+      ch->stop = true;
+      return s;
+    }
+  }
+}
+
+}  // namespace
+
 Status RunRowBatches(RowStream* stream, const RowTransform& transform, const RowBatchOptions& options,
                      const std::function<Status(ProcessedBatch&)>& sink) {
   int threads = options.threads > 0 ? options.threads
                                     : static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
   size_t max_in_flight = options.max_in_flight > 0 ? options.max_in_flight : static_cast<size_t>(4 * threads);
   Channel ch;
-
-  std::thread reader([&] {
-    uint64_t seq = 0;
-    while (true) {
-      RawBatch b;
-      b.seq = seq;
-      RawRow raw;
-      Status s;
-      size_t value_bytes = 0;  // decoded rows' data: a batch also ends at 32 MiB (big rows, e.g. images)
-      while (b.rows.size() < options.batch_rows && b.text.size() + value_bytes < (32u << 20) && !StopRequested()) {
-        auto more = stream->Next(&raw);
-        if (!more.ok()) {
-          s = more.status();
-          break;
-        }
-        if (!*more) break;
-        size_t vi = SIZE_MAX;
-        if (raw.value != nullptr) {
-          vi = b.values.size();
-          value_bytes += static_cast<size_t>(ApproxBytes(*raw.value));
-          b.values.push_back(std::move(*raw.value));
-        }
-        b.rows.push_back({raw.index, raw.line, raw.file, b.text.size(), raw.text.size(), vi});
-        b.text.append(raw.text);
-      }
-      std::unique_lock<std::mutex> l(ch.mu);
-      if (!s.ok()) ch.reader_status = s;
-      bool last = !s.ok() || (b.rows.size() < options.batch_rows && b.text.size() + value_bytes < (32u << 20));
-      if (!b.rows.empty() && s.ok()) {
-        ch.cv.wait(l, [&] { return ch.in_flight < max_in_flight || ch.stop; });
-        if (ch.stop) break;
-        ++ch.in_flight;
-        ch.todo.push_back(std::move(b));
-        ++seq;
-      }
-      if (last || ch.stop) {
-        ch.reader_finished = true;
-        ch.cv.notify_all();
-        break;
-      }
-      ch.cv.notify_all();
-    }
-    std::lock_guard<std::mutex> l(ch.mu);
-    ch.reader_finished = true;
-    ch.cv.notify_all();
-  });
-
+  std::thread reader([&] { ReadBatches(stream, options.batch_rows, max_in_flight, &ch); });
   std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&] {
-      while (true) {
-        RawBatch b;
-        {
-          std::unique_lock<std::mutex> l(ch.mu);
-          ch.cv.wait(l, [&] { return !ch.todo.empty() || ch.reader_finished || ch.stop; });
-          if (ch.stop || (ch.todo.empty() && ch.reader_finished)) return;
-          b = std::move(ch.todo.front());
-          ch.todo.pop_front();
-        }
-        ProcessedBatch out;
-        out.lines.reserve(b.text.size() + b.text.size() / 2);
-        for (const auto& r : b.rows) {
-          // No exception may leave a worker thread (it would terminate the process): the engines report data
-          // errors as values, and anything else thrown (an allocation failure on hostile data) fails the row.
-          try {
-            if (r.value != SIZE_MAX) {
-              ProcessRowValue(transform, r.index, *r.file, r.line, b.values[r.value], &out);
-            } else {
-              ProcessRow(transform, r.index, *r.file, r.line, std::string_view(b.text).substr(r.offset, r.length),
-                         &out);
-            }
-          } catch (const std::exception& e) {
-            out.failures.push_back({r.index, *r.file + ":" + std::to_string(r.line),
-                                    RowError{Stage::kRenderOutput, std::string("internal error: ") + e.what()}});
-          }
-        }
-        std::lock_guard<std::mutex> l(ch.mu);
-        ch.done.emplace(b.seq, std::move(out));
-        ch.cv.notify_all();
-      }
-    });
-  }
-
-  // Sink: hand batches over in order.
-  Status result;
-  uint64_t next = 0;
-  while (true) {
-    std::optional<ProcessedBatch> batch;
-    {
-      std::unique_lock<std::mutex> l(ch.mu);
-      ch.cv.wait(l, [&] {
-        return ch.done.count(next) > 0 || (ch.reader_finished && ch.in_flight == 0);
-      });
-      auto it = ch.done.find(next);
-      if (it == ch.done.end()) break;  // reader finished and everything was handed over
-      batch = std::move(it->second);
-      ch.done.erase(it);
-    }
-    Status s = sink(*batch);
-    std::lock_guard<std::mutex> l(ch.mu);
-    --ch.in_flight;
-    ++next;
-    ch.cv.notify_all();
-    if (!s.ok()) {
-      result = s;
-      ch.stop = true;
-      break;
-    }
-  }
+  for (int t = 0; t < threads; ++t) workers.emplace_back([&] { ProcessBatches(transform, &ch); });
+  Status result = DeliverInOrder(&ch, sink);
   {
     std::lock_guard<std::mutex> l(ch.mu);
     ch.stop = true;
@@ -199,6 +223,7 @@ Status RunRowBatches(RowStream* stream, const RowTransform& transform, const Row
   }
   reader.join();
   for (auto& w : workers) w.join();
+  if (result.ok()) result = ch.fatal;
   if (result.ok()) result = ch.reader_status;
   return result;
 }

@@ -53,7 +53,9 @@ struct RowBatchOptions {
 };
 
 // Streams `stream` through `transform`, calling `sink` with every batch in input order (from the calling
-// thread). Stops at the first error of the stream or of the sink and returns it.
+// thread). Stops at the first error of the stream or of the sink and returns it; an exception thrown while
+// processing a row (a fault of the program or the machine, not of the data) stops it too, as kInternal naming
+// the row's FILE:LINE.
 Status RunRowBatches(RowStream* stream, const RowTransform& transform, const RowBatchOptions& options,
                      const std::function<Status(ProcessedBatch&)>& sink);
 

@@ -349,7 +349,7 @@ Status ShardAttempt::StartGenerator() {
     process::EngineFactory factory = opt_.engine_factory ? opt_.engine_factory
                                                          : process::llm::DefaultEngineFactory(
                                                                {config_.loading.state_dir, opt_.shard_id, nullptr});
-    auto g = process::OutputGenerator::Create(config_, factory, &warnings);
+    auto g = process::OutputGenerator::Create(env_, config_, factory, &warnings);
     for (const auto& w : warnings) LOG_WARN(w);
     if (!g.ok()) return g.status();
     generator_ = std::move(*g);
@@ -449,6 +449,8 @@ Status ShardAttempt::RunWork(DatasetWork* w) {
     s = ProcessDataset(env_, config_, *w->plan, generator_.get(), writer, &totals_, &progress_);
   }
   if (!s.ok()) {
+    // The generations of abandoned rows end here (their results are not recorded).
+    if (generator_) generator_->Shutdown();
     // Keep what is committed: the next attempt resumes from there.
     if (s.IsUnavailable() && StopRequested()) {
       Status c = writer->Commit();

@@ -5,6 +5,7 @@
 #include <optional>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 
 #include "data/json.h"
@@ -42,6 +43,14 @@ struct Event {
   process::GenerateResult result;
 };
 
+// Where the generator's completions are posted. Each callback holds a reference, so that one that runs after
+// RunStreaming has returned (a row abandoned on an error, ended later by the generator's owner) finds it alive.
+struct Mailbox {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Event> events;  // guarded by mu
+};
+
 class Scheduler {
  public:
   Scheduler(RowStream* stream, const RowTransform& transform, process::OutputGenerator* gen,
@@ -64,18 +73,18 @@ class Scheduler {
       }
       std::deque<Event> events;
       {
-        std::unique_lock<std::mutex> l(mu_);
-        auto ready = [&] { return !events_.empty(); };
+        std::unique_lock<std::mutex> l(mail_->mu);
+        auto ready = [&] { return !mail_->events.empty(); };
         if (stop_deadline) {
-          if (!cv_.wait_until(l, *stop_deadline, ready)) {
+          if (!mail_->cv.wait_until(l, *stop_deadline, ready)) {
             l.unlock();
             MMIRAGE_TRY(Flush(true));  // the finished prefix only: rows still in flight are abandoned
             return Status::Unavailable("interrupted");
           }
         } else {
-          cv_.wait_for(l, std::chrono::milliseconds(200), ready);  // wakes up to notice a stop request
+          mail_->cv.wait_for(l, std::chrono::milliseconds(200), ready);  // wakes up to notice a stop request
         }
-        events.swap(events_);
+        events.swap(mail_->events);
       }
       for (auto& e : events) OnGenerated(e.seq, std::move(e.result));
       if (!fatal_.ok()) return fatal_;  // e.g. a custom processor's tripped circuit breaker: the shard fails
@@ -84,15 +93,11 @@ class Scheduler {
     return stop_deadline ? Status::Unavailable("interrupted") : Status::OK();
   }
 
-  // Waits for every generation still in flight (after a fatal error) so no callback outlives us.
-  void Drain() {
-    std::unique_lock<std::mutex> l(mu_);
-    while (pending_ > 0) {
-      cv_.wait(l, [&] { return !events_.empty(); });
-      pending_ -= static_cast<int64_t>(events_.size());
-      totals_->in_flight -= static_cast<int64_t>(events_.size());
-      events_.clear();
-    }
+  // After an error: the generations still in flight are abandoned (their completions, whenever the generator's
+  // owner ends them, go to the mailbox unread) and no longer count as in flight.
+  void Abandon() {
+    totals_->in_flight -= pending_;
+    pending_ = 0;
   }
 
  private:
@@ -138,18 +143,16 @@ class Scheduler {
       if (!prompt.ok) return Fail(seq, st, prompt.error);
       size_t k = st.next_output;
       active_[seq] = std::move(st);
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        ++pending_;
-      }
+      ++pending_;
       ++totals_->generations;
       ++totals_->in_flight;
       process::RowInfo info{st_row_index(seq), static_cast<int64_t>(st_row_index(seq)) + options_.sample_offset};
-      gen_->Generate(k, std::move(prompt.value), active_[seq].vars, info, [this, seq](process::GenerateResult r) {
-        std::lock_guard<std::mutex> l(mu_);
-        events_.push_back(Event{seq, std::move(r)});
-        cv_.notify_one();
-      });
+      gen_->Generate(k, std::move(prompt.value), active_[seq].vars, info,
+                     [mail = mail_, seq](process::GenerateResult r) {
+                       std::lock_guard<std::mutex> l(mail->mu);
+                       mail->events.push_back(Event{seq, std::move(r)});
+                       mail->cv.notify_one();
+                     });
       return;
     }
     Finished f;
@@ -166,10 +169,7 @@ class Scheduler {
   uint64_t st_row_index(uint64_t seq) const { return active_.at(seq).row_index; }
 
   void OnGenerated(uint64_t seq, process::GenerateResult r) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      --pending_;
-    }
+    --pending_;
     --totals_->in_flight;
     totals_->prompt_tokens += r.prompt_tokens;
     totals_->completion_tokens += r.completion_tokens;
@@ -244,9 +244,7 @@ class Scheduler {
   std::map<uint64_t, RowState> active_;    // rows waiting for a generation
   std::map<uint64_t, Finished> finished_;  // reorder buffer
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Event> events_;
+  std::shared_ptr<Mailbox> mail_ = std::make_shared<Mailbox>();
   int64_t pending_ = 0;  // generations submitted and not yet consumed
   Status fatal_;         // the first fatal generation error (ends the run)
 };
@@ -258,10 +256,7 @@ Status RunStreaming(RowStream* stream, const RowTransform& transform, process::O
                     StreamTotals* totals) {
   Scheduler s(stream, transform, generator, options, sink, totals);
   Status st = s.Run();
-  if (!st.ok()) {
-    generator->Shutdown();  // pending generations end now (with errors nobody records)
-    s.Drain();
-  }
+  if (!st.ok()) s.Abandon();  // the generator is borrowed: its owner decides when they end (Shutdown)
   return st;
 }
 

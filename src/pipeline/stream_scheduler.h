@@ -41,7 +41,8 @@ struct StreamTotals {
 // sink's batches as failures; returns only a fatal error (stream I/O, sink). *totals is accumulated.
 // On a stop request (util/signals.h) no new row is read; rows in flight get `stop_grace_seconds` to finish, the
 // finished prefix goes to the sink, the rest is abandoned (never recorded as failed), and the result is
-// kUnavailable "interrupted".
+// kUnavailable "interrupted". `generator` is borrowed: on an error the rows in flight are abandoned (their
+// completions may still arrive, unread) and the generator left running; its owner ends them (Shutdown).
 Status RunStreaming(RowStream* stream, const RowTransform& transform, process::OutputGenerator* generator,
                     const StreamOptions& options, const std::function<Status(ProcessedBatch&)>& sink,
                     StreamTotals* totals);

@@ -61,7 +61,7 @@ OutputGenerator::OutputGenerator(const config::Config* config) : config_(config)
 
 OutputGenerator::~OutputGenerator() { Shutdown(); }
 
-Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::Config& config,
+Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(Env* env, const config::Config& config,
                                                                  const EngineFactory& factory,
                                                                  std::vector<std::string>* warnings) {
   std::unique_ptr<OutputGenerator> g(new OutputGenerator(&config));
@@ -77,6 +77,7 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(const config::C
           MMIRAGE_ASSIGN_OR_RETURN(proc, process::custom::StartCustomProcessor(*p, process::custom::CustomStartOptions{}, warnings));
         } else {
           process::image_gen::ImageGenStartOptions io;
+          io.env = env;
           io.shard_id = config.loading.shard_id;
           io.log_dir = JoinPath(config.loading.state_dir, "shard_" + std::to_string(config.loading.shard_id));
           MMIRAGE_ASSIGN_OR_RETURN(proc, process::image_gen::StartImageGenProcessor(config, *p, io, warnings));

@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "process/output_processor.h"
+#include "util/env.h"
 
 namespace mmirage::cache {
 class GenerationCache;
@@ -36,8 +37,9 @@ class OutputGenerator {
   // factory the processor with server_args.mmproj_path "auto" when unset: see process/llm/mmproj.h), or its
   // OutputProcessor (`custom`, `image_gen`: started here, workers booted and servers validated). Errors: engine
   // load and processor start failures (located at the processor), a processor type this build cannot run
-  // (batch_api).
-  static Result<std::unique_ptr<OutputGenerator>> Create(const config::Config& config, const EngineFactory& factory,
+  // (batch_api). `env` (borrowed, must outlive the generator) is the processors' file access (image_gen's images).
+  static Result<std::unique_ptr<OutputGenerator>> Create(Env* env, const config::Config& config,
+                                                         const EngineFactory& factory,
                                                          std::vector<std::string>* warnings);
   ~OutputGenerator();
 

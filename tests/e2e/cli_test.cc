@@ -104,6 +104,16 @@ TEST(CliTest, MergeDirMergesNestedDatasetsAndRefusesUnsafeOutputs) {
   EXPECT_NE(none.err.find("No dataset directories with shard_* folders"), std::string::npos);
 }
 
+TEST(CliTest, CatSkipsAShardFolderWhoseIdIsOutOfRange) {
+  TempDir d;
+  WriteFile(d.Path("out/shard_1/data.jsonl"), "{\"i\":1}\n");
+  WriteFile(d.Path("out/shard_0/data.jsonl"), "{\"i\":0}\n");
+  WriteFile(d.Path("out/shard_99999999999999999999/data.jsonl"), "{\"i\":2}\n");  // 20 digits: past int64
+  auto r = RunMmirage("cat '" + d.Path("out") + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"i\":0}\n{\"i\":1}\n");
+}
+
 TEST(CliTest, QueryEvaluatesJmespathOnStdin) {
   auto r = RunCommand("printf '{\"a\":{\"b\":[1,2,3]}}' | '" + std::string(MMIRAGE_BINARY) + "' query 'a.b[-1]'");
   EXPECT_EQ(r.exit_code, 0) << r.err;

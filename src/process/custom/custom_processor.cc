@@ -89,10 +89,12 @@ class CustomPool final : public OutputProcessor {
   int Capacity() const override { return static_cast<int>(cfg_.max_workers); }
   double LoadSeconds() const override { return load_seconds_; }
 
+  // Concurrent calls are serialised by shutdown_mu_: each thread is joined once, and every call returns only
+  // once the workers have stopped.
   void Shutdown() override {
+    std::lock_guard<std::mutex> serial(shutdown_mu_);
     {
       std::lock_guard<std::mutex> l(mu_);
-      if (stopping_ && threads_.empty()) return;
       stopping_ = true;
       cv_.notify_all();
     }
@@ -364,7 +366,8 @@ class CustomPool final : public OutputProcessor {
   std::atomic<bool> stopping_{false};
   int idle_ = 0;         // workers waiting for a job; guarded by mu_
   std::string tripped_;  // guarded by mu_
-  std::vector<std::thread> threads_;
+  std::mutex shutdown_mu_;            // held by Shutdown while it joins (not by the workers: they need mu_)
+  std::vector<std::thread> threads_;  // written by Boot before the pool is shared, then guarded by shutdown_mu_
 };
 
 }  // namespace

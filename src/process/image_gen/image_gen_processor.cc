@@ -93,11 +93,12 @@ struct Sample {
 class ImageGenProcessor final : public OutputProcessor {
  public:
   ImageGenProcessor(const config::Config& config, const config::Processor& p, const ImageGenStartOptions& o)
-      : config_(config), cfg_(p.image_gen), loc_(p.loc.ToString()), options_(o) {}
+      : config_(config), cfg_(p.image_gen), loc_(p.loc.ToString()), options_(o),
+        env_(o.env ? o.env : Env::Default()) {}
   ~ImageGenProcessor() override { Shutdown(); }
 
   Status Start(std::vector<std::string>* warnings) {
-    uint64_t t0 = Env::Default()->MonotonicMicros();
+    uint64_t t0 = env_->MonotonicMicros();
     config::VarLookup vars = options_.vars ? options_.vars : config::ProcessVarLookup();
     std::string where = loc_ + ": processor 'image_gen': ";
     // Endpoint settings of the chosen backend.
@@ -139,8 +140,7 @@ class ImageGenProcessor final : public OutputProcessor {
     if (!urls.ok()) return urls.status().WithContext(where);
     urls_ = *urls;
     // Output directory: ~ expanded, absolute, created.
-    Env* fs = Env::Default();
-    output_dir_ = fs->AbsolutePath(config::ExpandUser(cfg_.output_dir, vars));
+    output_dir_ = env_->AbsolutePath(config::ExpandUser(cfg_.output_dir, vars));
     while (output_dir_.size() > 1 && output_dir_.back() == '/') output_dir_.pop_back();
     format_ = ImageFormatFromName(cfg_.file_format);
     if (format_ == ImageFormat::kUnknown)
@@ -150,7 +150,7 @@ class ImageGenProcessor final : public OutputProcessor {
     bool any_path = false;
     for (const auto& o : config_.processing.outputs) any_path = any_path || (o.type == "image_gen" && o.output_mode == "path");
     if (any_path) {
-      Status s = fs->CreateDirs(output_dir_);
+      Status s = env_->CreateDirs(output_dir_);
       if (!s.ok()) return s.WithContext(where + "cannot create output_dir");
     }
     MMIRAGE_TRY(Validate(where));
@@ -158,7 +158,7 @@ class ImageGenProcessor final : public OutputProcessor {
     if (!loop.ok()) return loop.status();
     loop_ = std::move(*loop);
     saver_ = std::thread([this] { SaverLoop(); });
-    load_seconds_ = static_cast<double>(fs->MonotonicMicros() - t0) / 1e6;
+    load_seconds_ = static_cast<double>(env_->MonotonicMicros() - t0) / 1e6;
     (void)warnings;
     return Status::OK();
   }
@@ -236,7 +236,7 @@ class ImageGenProcessor final : public OutputProcessor {
 
  private:
   Status StartServer(const config::ImageGenSglang& s, const std::string& where) {
-    std::string dir = options_.log_dir.empty() ? Env::Default()->AbsolutePath(".") : options_.log_dir;
+    std::string dir = options_.log_dir.empty() ? env_->AbsolutePath(".") : options_.log_dir;
     auto server =
         StartImageServer(s, JoinPath(dir, "sglang_image_server_shard_" + std::to_string(options_.shard_id) + ".log"));
     if (!server.ok()) return server.status().WithContext(where);
@@ -398,7 +398,7 @@ class ImageGenProcessor final : public OutputProcessor {
     std::string path = output_dir_ + "/" + file;
     if (Dirname(path) != output_dir_ || file.find('/') != std::string::npos)  // by construction; checked anyway
       return Status::Internal("refusing to write outside output_dir: " + path);
-    Status w = WriteFileAtomically(Env::Default(), path, out);
+    Status w = WriteFileAtomically(env_, path, out);
     if (!w.ok()) return w.WithContext("cannot write " + path);
     *value = Value(path);
     return Status::OK();
@@ -427,6 +427,7 @@ class ImageGenProcessor final : public OutputProcessor {
   const config::ImageGenProcessor cfg_;
   const std::string loc_;
   const ImageGenStartOptions options_;
+  Env* const env_;  // options_.env or Env::Default(): every file and clock access
   ImageGenUrls urls_;
   std::vector<std::string> headers_;
   std::string request_model_;

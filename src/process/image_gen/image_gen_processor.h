@@ -14,6 +14,7 @@
 
 #include "config/config.h"
 #include "process/output_processor.h"
+#include "util/env.h"
 
 namespace mmirage::engine {
 class ManagedServer;
@@ -23,6 +24,7 @@ namespace mmirage::process::image_gen {
 
 struct ImageGenStartOptions {
   config::VarLookup vars;         // api_key_env, MMIRAGE_SGLANG_BASE_URL, ~; default: the process environment
+  Env* env = nullptr;             // output_dir, image files, clock; nullptr: Env::Default(). Borrowed.
   int64_t shard_id = 0;
   std::string log_dir;            // where the managed server's log goes (default: output_dir)
   int max_attempts = 4;           // per sample, on retryable failures

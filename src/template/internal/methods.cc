@@ -9,12 +9,6 @@
 namespace mmirage::tmpl::internal {
 namespace {
 
-constexpr std::string_view kStrMethods[] = {
-    "upper", "lower", "title", "capitalize", "swapcase", "casefold", "strip", "lstrip", "rstrip", "split",
-    "rsplit", "splitlines", "replace", "startswith", "endswith", "join", "format", "count", "find", "rfind",
-    "index", "rindex", "zfill", "center", "ljust", "rjust", "isdigit", "isdecimal", "isnumeric", "isalpha",
-    "isalnum", "isspace", "isupper", "islower", "istitle", "partition", "rpartition", "removeprefix",
-    "removesuffix"};
 constexpr std::string_view kDictMethods[] = {"items", "keys", "values", "get", "copy", "pop", "update",
                                              "setdefault", "clear", "popitem", "fromkeys"};
 constexpr std::string_view kListMethods[] = {"index", "count", "copy", "append", "extend", "pop", "insert",
@@ -158,215 +152,252 @@ std::string Justify(const std::u32string& s, int64_t width, char32_t fill, char 
 
 int64_t CpIndex(const std::string& s, size_t byte_pos) { return static_cast<int64_t>(CpCount(std::string_view(s).substr(0, byte_pos))); }
 
-Result<Val> StrMethod(const std::string& s, std::string_view name, const std::vector<Val>& args,
-                      const std::vector<std::pair<std::string, Val>>& kwargs) {
-  auto kw = [&](std::string_view k) -> const Val* {
+// One call of a str method: the string, the method's name and its arguments.
+struct StrCall {
+  const std::string& s;
+  std::string_view name;
+  const std::vector<Val>& args;
+  const std::vector<std::pair<std::string, Val>>& kwargs;
+
+  // Positional argument i, else keyword argument k; nullptr when neither was given.
+  const Val* Arg(size_t i, std::string_view k) const {
+    if (i < args.size()) return &args[i];
     for (const auto& p : kwargs) {
       if (p.first == k) return &p.second;
     }
     return nullptr;
-  };
-  auto arg = [&](size_t i, std::string_view k) -> const Val* { return i < args.size() ? &args[i] : kw(k); };
-  auto is_none = [](const Val* v) { return v == nullptr || (v->kind == Kind::kValue && v->v().is_null()); };
-  if (name == "format") {
-    MMIRAGE_ASSIGN_OR_RETURN(std::string r, StrFormat(s, args, kwargs));
-    return StrVal(std::move(r));
   }
-  if (name == "upper") return StrVal(Upper(s));
-  if (name == "lower") return StrVal(Lower(s));
-  if (name == "casefold") return StrVal(CaseFold(s));
-  if (name == "title") return StrVal(PyTitle(s));
-  if (name == "capitalize") return StrVal(PyCapitalize(s));
-  if (name == "swapcase") {
-    std::string r;
+};
+
+bool IsNone(const Val* v) { return v == nullptr || (v->kind == Kind::kValue && v->v().is_null()); }
+
+Status IntArgError(const Val& v) {
+  return Err("'" + PyTypeName(v) + "' object cannot be interpreted as an integer");
+}
+
+// format: Python's str.format.
+Result<Val> StrFormatMethod(const StrCall& c) {
+  MMIRAGE_ASSIGN_OR_RETURN(std::string r, StrFormat(c.s, c.args, c.kwargs));
+  return StrVal(std::move(r));
+}
+
+// upper, lower, casefold, title, capitalize, swapcase: case mappings (arguments ignored).
+Result<Val> StrCaseMethod(const StrCall& c) {
+  const std::string& s = c.s;
+  if (c.name == "upper") return StrVal(Upper(s));
+  if (c.name == "lower") return StrVal(Lower(s));
+  if (c.name == "casefold") return StrVal(CaseFold(s));
+  if (c.name == "title") return StrVal(PyTitle(s));
+  if (c.name == "capitalize") return StrVal(PyCapitalize(s));
+  std::string r;  // swapcase
+  size_t i = 0;
+  while (i < s.size()) {
+    char32_t ch = NextCp(s, &i);
+    if (IsUpperCp(ch)) AppendLower(ch, &r);
+    else if (IsLowerCp(ch)) AppendUpper(ch, &r);
+    else AppendCp(ch, &r);
+  }
+  return StrVal(r);
+}
+
+// strip, lstrip, rstrip([chars]): whitespace, or the given characters, removed from the ends.
+Result<Val> StrStripMethod(const StrCall& c) {
+  MMIRAGE_TRY(ArgCount(c.name, c.args.size(), 0, 1));
+  const Val* chars_arg = c.Arg(0, "chars");
+  std::u32string chars;
+  if (!IsNone(chars_arg)) {
+    MMIRAGE_ASSIGN_OR_RETURN(std::string cs, StrArg(*chars_arg, "strip arg"));
+    chars = ToU32(cs);
+  }
+  return StrVal(FromU32(Strip(ToU32(c.s), IsNone(chars_arg) ? nullptr : &chars, c.name != "rstrip",
+                              c.name != "lstrip")));
+}
+
+// split, rsplit([sep[, maxsplit]]): a list of the parts.
+Result<Val> StrSplitMethod(const StrCall& c) {
+  MMIRAGE_TRY(ArgCount(c.name, c.args.size(), 0, 2));
+  const Val* sep = c.Arg(0, "sep");
+  const Val* mx = c.Arg(1, "maxsplit");
+  int64_t maxsplit = -1;
+  if (mx != nullptr) {
+    if (!IsIntLike(mx->v())) return IntArgError(*mx);
+    maxsplit = IntOf(mx->v());
+  }
+  if (IsNone(sep)) return ListOfStrings(SplitWs(ToU32(c.s), maxsplit, c.name == "rsplit"));
+  MMIRAGE_ASSIGN_OR_RETURN(std::string sp, StrArg(*sep, "must be str or None,"));
+  if (sp.empty()) return Err("empty separator");
+  return ListOfStrings(SplitSep(c.s, sp, maxsplit, c.name == "rsplit"));
+}
+
+// splitlines([keepends]): a list of the lines, at Python's line boundaries.
+Result<Val> StrSplitLinesMethod(const StrCall& c) {
+  const Val* k = c.Arg(0, "keepends");
+  return ListOfStrings(SplitLines(ToU32(c.s), k != nullptr && Truthy(*k)));
+}
+
+// replace(old, new[, count]): at most `count` (all when absent or negative) occurrences replaced, left to right.
+Result<Val> StrReplaceMethod(const StrCall& c) {
+  const std::string& s = c.s;
+  MMIRAGE_TRY(ArgCount(c.name, c.args.size(), 2, 3));
+  MMIRAGE_ASSIGN_OR_RETURN(std::string old, StrArg(c.args[0], "replace() argument 1"));
+  MMIRAGE_ASSIGN_OR_RETURN(std::string rep, StrArg(c.args[1], "replace() argument 2"));
+  int64_t count = -1;
+  if (c.args.size() == 3) {
+    if (!IsIntLike(c.args[2].v())) return IntArgError(c.args[2]);
+    count = IntOf(c.args[2].v());
+  }
+  std::string r;
+  if (old.empty()) {  // `new` between code points (and at both ends)
+    int64_t done = 0;
     size_t i = 0;
     while (i < s.size()) {
-      char32_t c = NextCp(s, &i);
-      if (IsUpperCp(c)) AppendLower(c, &r);
-      else if (IsLowerCp(c)) AppendUpper(c, &r);
-      else AppendCp(c, &r);
+      if (count < 0 || done < count) {
+        r += rep;
+        ++done;
+        if (r.size() > kMaxStringBytes) return StringTooLarge();
+      }
+      size_t st = i;
+      NextCp(s, &i);
+      r.append(s, st, i - st);
     }
+    if (count < 0 || done < count) r += rep;
     return StrVal(r);
   }
-  std::u32string u = ToU32(s);
-  if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    MMIRAGE_TRY(ArgCount(name, args.size(), 0, 1));
-    const Val* c = arg(0, "chars");
-    std::u32string chars;
-    if (!is_none(c)) {
-      MMIRAGE_ASSIGN_OR_RETURN(std::string cs, StrArg(*c, "strip arg"));
-      chars = ToU32(cs);
-    }
-    return StrVal(FromU32(Strip(u, is_none(c) ? nullptr : &chars, name != "rstrip", name != "lstrip")));
+  size_t start = 0;
+  int64_t done = 0;
+  while (count < 0 || done < count) {
+    size_t p = s.find(old, start);
+    if (p == std::string::npos) break;
+    r.append(s, start, p - start);
+    r += rep;
+    if (r.size() > kMaxStringBytes) return StringTooLarge();
+    start = p + old.size();
+    ++done;
   }
-  if (name == "split" || name == "rsplit") {
-    MMIRAGE_TRY(ArgCount(name, args.size(), 0, 2));
-    const Val* sep = arg(0, "sep");
-    const Val* mx = arg(1, "maxsplit");
-    int64_t maxsplit = -1;
-    if (mx != nullptr) {
-      if (!IsIntLike(mx->v())) return Err("'" + PyTypeName(*mx) + "' object cannot be interpreted as an integer");
-      maxsplit = IntOf(mx->v());
+  r.append(s, start, std::string::npos);
+  return StrVal(r);
+}
+
+// startswith, endswith (a str or a tuple of str), removeprefix, removesuffix.
+Result<Val> StrAffixMethod(const StrCall& c) {
+  const std::string& s = c.s;
+  const std::string_view name = c.name;
+  MMIRAGE_TRY(ArgCount(name, c.args.size(), 1, 1));
+  std::vector<std::string> cands;
+  if (c.args[0].v().is_array() && c.args[0].shape == Shape::kTuple) {
+    for (const Value& e : c.args[0].v().as_array()) {
+      if (!e.is_string()) return Err("tuple for " + std::string(name) + " must only contain str");
+      cands.push_back(e.as_string());
     }
-    if (is_none(sep)) return ListOfStrings(SplitWs(u, maxsplit, name == "rsplit"));
-    MMIRAGE_ASSIGN_OR_RETURN(std::string sp, StrArg(*sep, "must be str or None,"));
-    if (sp.empty()) return Err("empty separator");
-    return ListOfStrings(SplitSep(s, sp, maxsplit, name == "rsplit"));
+  } else {
+    MMIRAGE_ASSIGN_OR_RETURN(std::string cand, StrArg(c.args[0], std::string(name) + " first arg"));
+    cands.push_back(cand);
   }
-  if (name == "splitlines") {
-    const Val* k = arg(0, "keepends");
-    return ListOfStrings(SplitLines(u, k != nullptr && Truthy(*k)));
+  bool start = name == "startswith" || name == "removeprefix";
+  for (const auto& cand : cands) {
+    bool hit = cand.size() <= s.size() && (start ? s.compare(0, cand.size(), cand) == 0
+                                                 : s.compare(s.size() - cand.size(), cand.size(), cand) == 0);
+    if (hit) {
+      if (name == "removeprefix") return StrVal(s.substr(cand.size()));
+      if (name == "removesuffix") return StrVal(cand.empty() ? s : s.substr(0, s.size() - cand.size()));
+      return Val(Value(true));
+    }
   }
-  if (name == "replace") {
-    MMIRAGE_TRY(ArgCount(name, args.size(), 2, 3));
-    MMIRAGE_ASSIGN_OR_RETURN(std::string old, StrArg(args[0], "replace() argument 1"));
-    MMIRAGE_ASSIGN_OR_RETURN(std::string rep, StrArg(args[1], "replace() argument 2"));
-    int64_t count = -1;
-    if (args.size() == 3) {
-      if (!IsIntLike(args[2].v())) return Err("'" + PyTypeName(args[2]) + "' object cannot be interpreted as an integer");
-      count = IntOf(args[2].v());
+  if (name == "removeprefix" || name == "removesuffix") return StrVal(s);
+  return Val(Value(false));
+}
+
+// join(iterable): the items (each a str) with the string between them.
+Result<Val> StrJoinMethod(const StrCall& c) {
+  MMIRAGE_TRY(ArgCount(c.name, c.args.size(), 1, 1));
+  MMIRAGE_ASSIGN_OR_RETURN(std::vector<Val> items, Iterate(c.args[0]));
+  std::string r;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].kind != Kind::kValue || !items[i].v().is_string()) {
+      return Err("sequence item " + std::to_string(i) + ": expected str instance, " + PyTypeName(items[i]) + " found");
     }
-    std::string r;
-    if (old.empty()) {
-      int64_t done = 0;
-      size_t i = 0;
-      while (i < s.size()) {
-        if (count < 0 || done < count) {
-          r += rep;
-          ++done;
-          if (r.size() > kMaxStringBytes) return StringTooLarge();
-        }
-        size_t st = i;
-        NextCp(s, &i);
-        r.append(s, st, i - st);
-      }
-      if (count < 0 || done < count) r += rep;
-      return StrVal(r);
-    }
-    size_t start = 0;
-    int64_t done = 0;
-    while (count < 0 || done < count) {
-      size_t p = s.find(old, start);
-      if (p == std::string::npos) break;
-      r.append(s, start, p - start);
-      r += rep;
-      if (r.size() > kMaxStringBytes) return StringTooLarge();
-      start = p + old.size();
-      ++done;
-    }
-    r.append(s, start, std::string::npos);
-    return StrVal(r);
+    if (i) r += c.s;
+    r += items[i].v().as_string();
+    if (r.size() > kMaxStringBytes) return StringTooLarge();
   }
-  if (name == "startswith" || name == "endswith" || name == "removeprefix" || name == "removesuffix") {
-    MMIRAGE_TRY(ArgCount(name, args.size(), 1, 1));
-    std::vector<std::string> cands;
-    if (args[0].v().is_array() && args[0].shape == Shape::kTuple) {
-      for (const Value& e : args[0].v().as_array()) {
-        if (!e.is_string()) return Err("tuple for " + std::string(name) + " must only contain str");
-        cands.push_back(e.as_string());
-      }
-    } else {
-      MMIRAGE_ASSIGN_OR_RETURN(std::string c, StrArg(args[0], std::string(name) + " first arg"));
-      cands.push_back(c);
-    }
-    bool start = name == "startswith" || name == "removeprefix";
-    for (const auto& c : cands) {
-      bool hit = c.size() <= s.size() && (start ? s.compare(0, c.size(), c) == 0
-                                                : s.compare(s.size() - c.size(), c.size(), c) == 0);
-      if (hit) {
-        if (name == "removeprefix") return StrVal(s.substr(c.size()));
-        if (name == "removesuffix") return StrVal(c.empty() ? s : s.substr(0, s.size() - c.size()));
-        return Val(Value(true));
-      }
-    }
-    if (name == "removeprefix" || name == "removesuffix") return StrVal(s);
-    return Val(Value(false));
+  return StrVal(r);
+}
+
+// count, find, rfind, index, rindex(sub): occurrences, or a code-point position (-1 / an error when absent).
+Result<Val> StrSearchMethod(const StrCall& c) {
+  const std::string& s = c.s;
+  const std::string_view name = c.name;
+  MMIRAGE_TRY(ArgCount(name, c.args.size(), 1, 1));
+  MMIRAGE_ASSIGN_OR_RETURN(std::string sub, StrArg(c.args[0], "must be str,"));
+  if (name == "count") {
+    if (sub.empty()) return Val(Value(static_cast<int64_t>(ToU32(s).size() + 1)));
+    int64_t n = 0;
+    for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;
+    return Val(Value(n));
   }
-  if (name == "join") {
-    MMIRAGE_TRY(ArgCount(name, args.size(), 1, 1));
-    MMIRAGE_ASSIGN_OR_RETURN(std::vector<Val> items, Iterate(args[0]));
-    std::string r;
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (items[i].kind != Kind::kValue || !items[i].v().is_string()) {
-        return Err("sequence item " + std::to_string(i) + ": expected str instance, " + PyTypeName(items[i]) + " found");
-      }
-      if (i) r += s;
-      r += items[i].v().as_string();
-      if (r.size() > kMaxStringBytes) return StringTooLarge();
-    }
-    return StrVal(r);
+  size_t p = (name == "find" || name == "index") ? s.find(sub) : s.rfind(sub);
+  if (p == std::string::npos) {
+    if (name == "index" || name == "rindex") return Err("substring not found");
+    return Val(Value(int64_t{-1}));
   }
-  if (name == "count" || name == "find" || name == "rfind" || name == "index" || name == "rindex") {
-    MMIRAGE_TRY(ArgCount(name, args.size(), 1, 1));
-    MMIRAGE_ASSIGN_OR_RETURN(std::string sub, StrArg(args[0], "must be str,"));
-    if (name == "count") {
-      if (sub.empty()) return Val(Value(static_cast<int64_t>(u.size() + 1)));
-      int64_t n = 0;
-      for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;
-      return Val(Value(n));
-    }
-    size_t p = (name == "find" || name == "index") ? s.find(sub) : s.rfind(sub);
-    if (p == std::string::npos) {
-      if (name == "index" || name == "rindex") return Err("substring not found");
-      return Val(Value(int64_t{-1}));
-    }
-    return Val(Value(CpIndex(s, p)));
+  return Val(Value(CpIndex(s, p)));
+}
+
+// zfill(width), center, ljust, rjust(width[, fillchar]): padded to `width` code points.
+Result<Val> StrPadMethod(const StrCall& c) {
+  const std::string_view name = c.name;
+  MMIRAGE_TRY(ArgCount(name, c.args.size(), 1, name == "zfill" ? 1 : 2));
+  if (!IsIntLike(c.args[0].v())) return IntArgError(c.args[0]);
+  int64_t width = IntOf(c.args[0].v());
+  if (width > kMaxWidth) return WidthTooLarge();
+  std::u32string u = ToU32(c.s);
+  if (name == "zfill") {
+    int64_t n = static_cast<int64_t>(u.size());
+    if (width <= n) return StrVal(c.s);
+    std::u32string r = u;
+    size_t at = (!u.empty() && (u[0] == '+' || u[0] == '-')) ? 1 : 0;
+    r.insert(at, std::u32string(width - n, U'0'));
+    return StrVal(FromU32(r));
   }
-  if (name == "zfill" || name == "center" || name == "ljust" || name == "rjust") {
-    MMIRAGE_TRY(ArgCount(name, args.size(), 1, name == "zfill" ? 1 : 2));
-    if (!IsIntLike(args[0].v())) return Err("'" + PyTypeName(args[0]) + "' object cannot be interpreted as an integer");
-    int64_t width = IntOf(args[0].v());
-    if (width > kMaxWidth) return WidthTooLarge();
-    if (name == "zfill") {
-      int64_t n = static_cast<int64_t>(u.size());
-      if (width <= n) return StrVal(s);
-      std::u32string r = u;
-      size_t at = (!u.empty() && (u[0] == '+' || u[0] == '-')) ? 1 : 0;
-      r.insert(at, std::u32string(width - n, U'0'));
-      return StrVal(FromU32(r));
-    }
-    char32_t fill = ' ';
-    if (args.size() == 2) {
-      MMIRAGE_ASSIGN_OR_RETURN(std::string f, StrArg(args[1], "fill character"));
-      if (CpCount(f) != 1) return Err("The fill character must be exactly one character long");
-      fill = ToU32(f)[0];
-    }
-    return StrVal(Justify(u, width, fill, name == "center" ? 'c' : name == "ljust" ? 'l' : 'r'));
+  char32_t fill = ' ';
+  if (c.args.size() == 2) {
+    MMIRAGE_ASSIGN_OR_RETURN(std::string f, StrArg(c.args[1], "fill character"));
+    if (CpCount(f) != 1) return Err("The fill character must be exactly one character long");
+    fill = ToU32(f)[0];
   }
-  if (name == "partition" || name == "rpartition") {
-    MMIRAGE_TRY(ArgCount(name, args.size(), 1, 1));
-    MMIRAGE_ASSIGN_OR_RETURN(std::string sep, StrArg(args[0], "must be str,"));
-    if (sep.empty()) return Err("empty separator");
-    size_t p = name == "partition" ? s.find(sep) : s.rfind(sep);
-    Value::Array a;
-    if (p == std::string::npos) {
-      if (name == "partition") a = {Value(s), Value(""), Value("")};
-      else a = {Value(""), Value(""), Value(s)};
-    } else {
-      a = {Value(s.substr(0, p)), Value(sep), Value(s.substr(p + sep.size()))};
-    }
-    Val r{Value(std::move(a))};
-    r.shape = Shape::kTuple;
-    return r;
+  return StrVal(Justify(u, width, fill, name == "center" ? 'c' : name == "ljust" ? 'l' : 'r'));
+}
+
+// partition, rpartition(sep): the tuple (before, sep, after), split at the first / last sep.
+Result<Val> StrPartitionMethod(const StrCall& c) {
+  const std::string& s = c.s;
+  MMIRAGE_TRY(ArgCount(c.name, c.args.size(), 1, 1));
+  MMIRAGE_ASSIGN_OR_RETURN(std::string sep, StrArg(c.args[0], "must be str,"));
+  if (sep.empty()) return Err("empty separator");
+  size_t p = c.name == "partition" ? s.find(sep) : s.rfind(sep);
+  Value::Array a;
+  if (p == std::string::npos) {
+    if (c.name == "partition") a = {Value(s), Value(""), Value("")};
+    else a = {Value(""), Value(""), Value(s)};
+  } else {
+    a = {Value(s.substr(0, p)), Value(sep), Value(s.substr(p + sep.size()))};
   }
-  // Predicates.
-  bool any_cased = false, ok = !u.empty();
-  if (name == "isupper" || name == "islower") {
-    for (char32_t c : u) {
-      if (IsCased(c)) {
-        any_cased = true;
-        if (name == "isupper" ? IsLowerCp(c) : IsUpperCp(c)) ok = false;
-      }
-    }
-    return Val(Value(ok && any_cased));
-  }
-  if (name == "istitle") {
+  Val r{Value(std::move(a))};
+  r.shape = Shape::kTuple;
+  return r;
+}
+
+// isupper, islower, istitle: the cased characters' case (false without any cased character).
+Result<Val> StrCasePredicate(const StrCall& c) {
+  std::u32string u = ToU32(c.s);
+  bool ok = !u.empty();
+  if (c.name == "istitle") {
     bool prev_cased = false, cased = false;
-    for (char32_t c : u) {
-      if (IsUpperCp(c)) {
+    for (char32_t ch : u) {
+      if (IsUpperCp(ch)) {
         if (prev_cased) ok = false;
         prev_cased = cased = true;
-      } else if (IsLowerCp(c)) {
+      } else if (IsLowerCp(ch)) {
         if (!prev_cased) ok = false;
         prev_cased = cased = true;
       } else {
@@ -375,19 +406,60 @@ Result<Val> StrMethod(const std::string& s, std::string_view name, const std::ve
     }
     return Val(Value(ok && cased));
   }
-  for (char32_t c : u) {
-    if (name == "isdigit" || name == "isdecimal" || name == "isnumeric") ok = ok && IsDigitCp(c);
-    else if (name == "isalpha") ok = ok && IsAlphaCp(c);
-    else if (name == "isalnum") ok = ok && (IsAlphaCp(c) || IsDigitCp(c) || IsWordCp(c)) && c != '_';
-    else if (name == "isspace") ok = ok && IsSpaceCp(c);
+  bool any_cased = false;
+  for (char32_t ch : u) {
+    if (IsCased(ch)) {
+      any_cased = true;
+      if (c.name == "isupper" ? IsLowerCp(ch) : IsUpperCp(ch)) ok = false;
+    }
+  }
+  return Val(Value(ok && any_cased));
+}
+
+// isdigit, isdecimal, isnumeric, isalpha, isalnum, isspace: every character of a non-empty string in the class.
+Result<Val> StrClassPredicate(const StrCall& c) {
+  const std::string_view name = c.name;
+  std::u32string u = ToU32(c.s);
+  bool ok = !u.empty();
+  for (char32_t ch : u) {
+    if (name == "isdigit" || name == "isdecimal" || name == "isnumeric") ok = ok && IsDigitCp(ch);
+    else if (name == "isalpha") ok = ok && IsAlphaCp(ch);
+    else if (name == "isalnum") ok = ok && (IsAlphaCp(ch) || IsDigitCp(ch) || IsWordCp(ch)) && ch != '_';
+    else if (name == "isspace") ok = ok && IsSpaceCp(ch);
   }
   return Val(Value(ok));
+}
+
+using StrMethodFn = Result<Val> (*)(const StrCall&);
+
+// Every str method templates may call, by name.
+constexpr std::pair<std::string_view, StrMethodFn> kStrMethods[] = {
+    {"upper", StrCaseMethod},         {"lower", StrCaseMethod},          {"title", StrCaseMethod},
+    {"capitalize", StrCaseMethod},    {"swapcase", StrCaseMethod},       {"casefold", StrCaseMethod},
+    {"strip", StrStripMethod},        {"lstrip", StrStripMethod},        {"rstrip", StrStripMethod},
+    {"split", StrSplitMethod},        {"rsplit", StrSplitMethod},        {"splitlines", StrSplitLinesMethod},
+    {"replace", StrReplaceMethod},    {"startswith", StrAffixMethod},    {"endswith", StrAffixMethod},
+    {"join", StrJoinMethod},          {"format", StrFormatMethod},       {"count", StrSearchMethod},
+    {"find", StrSearchMethod},        {"rfind", StrSearchMethod},        {"index", StrSearchMethod},
+    {"rindex", StrSearchMethod},      {"zfill", StrPadMethod},           {"center", StrPadMethod},
+    {"ljust", StrPadMethod},          {"rjust", StrPadMethod},           {"isdigit", StrClassPredicate},
+    {"isdecimal", StrClassPredicate}, {"isnumeric", StrClassPredicate},  {"isalpha", StrClassPredicate},
+    {"isalnum", StrClassPredicate},   {"isspace", StrClassPredicate},    {"isupper", StrCasePredicate},
+    {"islower", StrCasePredicate},    {"istitle", StrCasePredicate},     {"partition", StrPartitionMethod},
+    {"rpartition", StrPartitionMethod}, {"removeprefix", StrAffixMethod}, {"removesuffix", StrAffixMethod}};
+
+// The str method called `name`, or nullptr.
+StrMethodFn FindStrMethod(std::string_view name) {
+  for (const auto& [n, fn] : kStrMethods) {
+    if (n == name) return fn;
+  }
+  return nullptr;
 }
 
 }  // namespace
 
 bool HasMethod(const Value& self, std::string_view name) {
-  if (self.is_string()) return In(kStrMethods, name);
+  if (self.is_string()) return FindStrMethod(name) != nullptr;
   if (self.is_object()) {
     // Attribute access on dicts is hot: reject by length/first letter before the table scan.
     if (name.size() < 3 || name.size() > 10) return false;
@@ -405,7 +477,9 @@ Result<Val> CallMethod(const Val& self, std::string_view name, const std::vector
                        const std::vector<std::pair<std::string, Val>>& kwargs, bool* found) {
   *found = true;
   const Value& v = self.v();
-  if (v.is_string() && In(kStrMethods, name)) return StrMethod(v.as_string(), name, args, kwargs);
+  if (v.is_string()) {
+    if (StrMethodFn fn = FindStrMethod(name)) return fn(StrCall{v.as_string(), name, args, kwargs});
+  }
   if (v.is_object() && self.shape != Shape::kNamespace) {
     if (name == "items" || name == "keys" || name == "values") {
       MMIRAGE_TRY(ArgCount(name, args.size(), 0, 0));

@@ -445,134 +445,307 @@ void Group(std::string* digits, char sep) {
   *digits = r;
 }
 
-}  // namespace
+// A parsed format() spec: [[fill]align][sign][#][0][width][grouping][.precision][type].
+struct SpecParts {
+  char32_t fill = ' ';
+  char align = 0;  // 0: the type's default
+  char sign = 0;
+  bool alt = false;
+  int64_t width = 0;
+  char grouping = 0;
+  int precision = -1;  // -1: none
+  char type = 0;
+};
 
-Result<std::string> FormatSpec(const Val& val, std::string_view spec) {
-  if (spec.empty()) return StrOf(val);
+// Parses a non-empty spec. Errors: a width or precision above kMaxFormatWidth, characters after the type.
+Result<SpecParts> ParseSpec(std::string_view spec) {
+  SpecParts p;
   std::u32string s = ToU32(spec);
   size_t i = 0;
-  char32_t fill = ' ';
-  char align = 0;
   auto is_align = [](char32_t c) { return c == '<' || c == '>' || c == '=' || c == '^'; };
   if (s.size() >= 2 && is_align(s[1])) {
-    fill = s[0];
-    align = static_cast<char>(s[1]);
+    p.fill = s[0];
+    p.align = static_cast<char>(s[1]);
     i = 2;
   } else if (!s.empty() && is_align(s[0])) {
-    align = static_cast<char>(s[0]);
+    p.align = static_cast<char>(s[0]);
     i = 1;
   }
-  char sign = 0;
-  if (i < s.size() && (s[i] == '+' || s[i] == '-' || s[i] == ' ')) sign = static_cast<char>(s[i++]);
-  bool alt = false;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-' || s[i] == ' ')) p.sign = static_cast<char>(s[i++]);
   if (i < s.size() && s[i] == '#') {
-    alt = true;
+    p.alt = true;
     ++i;
   }
   if (i < s.size() && s[i] == '0') {
-    if (!align) {
-      fill = '0';
-      align = '=';
+    if (!p.align) {
+      p.fill = '0';
+      p.align = '=';
     }
     ++i;
   }
-  int64_t width = 0;
   while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-    width = width * 10 + static_cast<int>(s[i++] - '0');
-    if (width > kMaxFormatWidth) return WidthTooLarge();
+    p.width = p.width * 10 + static_cast<int>(s[i++] - '0');
+    if (p.width > kMaxFormatWidth) return WidthTooLarge();
   }
-  char grouping = 0;
-  if (i < s.size() && (s[i] == ',' || s[i] == '_')) grouping = static_cast<char>(s[i++]);
-  int precision = -1;
+  if (i < s.size() && (s[i] == ',' || s[i] == '_')) p.grouping = static_cast<char>(s[i++]);
   if (i < s.size() && s[i] == '.') {
     ++i;
-    precision = 0;
+    p.precision = 0;
     while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-      precision = precision * 10 + static_cast<int>(s[i++] - '0');
-      if (precision > kMaxFormatWidth) return WidthTooLarge();
+      p.precision = p.precision * 10 + static_cast<int>(s[i++] - '0');
+      if (p.precision > kMaxFormatWidth) return WidthTooLarge();
     }
   }
-  char type = 0;
-  if (i < s.size()) type = static_cast<char>(s[i++]);
+  if (i < s.size()) p.type = static_cast<char>(s[i++]);
   if (i != s.size()) return Err("Invalid format specifier");
+  return p;
+}
 
-  const Value& v = val.v();
+// A value formatted before padding: its text, its sign (and base prefix), and whether it aligns as a number.
+struct Formatted {
   std::string body;
-  std::string sign_str;
+  std::string sign;
   bool numeric = true;
-  if (val.kind == Kind::kValue && v.is_string() && (type == 0 || type == 's')) {
-    numeric = false;
-    if (sign) return Err("Sign not allowed in string format specifier");
-    if (align == '=') return Err("'=' alignment not allowed in string format specifier");
-    body = v.as_string();
-    if (precision >= 0) {
-      std::u32string u = ToU32(body);
-      if (u.size() > static_cast<size_t>(precision)) body = FromU32(u.substr(0, precision));
-    }
-  } else if (val.kind == Kind::kValue && IsIntLike(v) && (type == 0 || std::string_view("dnboxXc").find(type) != std::string_view::npos)) {
-    if (precision >= 0) return Err("Precision not allowed in integer format specifier");
-    int64_t n = IntOf(v);
-    if (type == 'c') {
-      MMIRAGE_TRY(AppendCharArg(n, &body));
-      numeric = false;
-    } else {
-      uint64_t mag = n < 0 ? static_cast<uint64_t>(0) - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
-      int base = type == 'b' ? 2 : type == 'o' ? 8 : (type == 'x' || type == 'X') ? 16 : 10;
-      body = IntDigits(mag, base, type == 'X');
-      if (grouping) Group(&body, grouping);
-      if (n < 0) sign_str = "-";
-      else if (sign == '+') sign_str = "+";
-      else if (sign == ' ') sign_str = " ";
-      if (alt && base != 10) sign_str += base == 2 ? "0b" : base == 8 ? "0o" : (type == 'X' ? "0X" : "0x");
-    }
-  } else if (val.kind == Kind::kValue && IsNumLike(v) &&
-             (type == 0 || std::string_view("eEfFgGn%").find(type) != std::string_view::npos)) {
-    double d = NumOf(v);
-    bool neg = std::signbit(d) && !std::isnan(d);
-    double mag = std::fabs(d);
-    if (type == 0 && precision < 0) {
-      body = FormatDouble(mag);
-    } else {
-      char t = type == 0 || type == 'n' ? 'g' : type == '%' ? 'f' : type;
-      int p = precision >= 0 ? precision : 6;
-      char f[32];
-      std::snprintf(f, sizeof f, "%%%s.%d%c", alt ? "#" : "", p, t);
-      char buf[512];
-      int n = std::snprintf(buf, sizeof buf, f, type == '%' ? mag * 100 : mag);
-      if (n < 0 || n >= static_cast<int>(sizeof buf)) return Err("formatted number too long");
-      body.assign(buf, n);
-      if (type == 0 && body.find_first_of(".eni") == std::string::npos) body += ".0";
-      if (type == '%') body += "%";
-    }
-    if (grouping) {
-      size_t end = body.find_first_not_of("0123456789");
-      std::string ip = body.substr(0, end);
-      Group(&ip, grouping);
-      body = ip + (end == std::string::npos ? "" : body.substr(end));
-    }
-    if (neg) sign_str = "-";
-    else if (sign == '+') sign_str = "+";
-    else if (sign == ' ') sign_str = " ";
-  } else {
-    return Err("unsupported format string passed to " + PyTypeName(val) + ".__format__");
+};
+
+// The sign of a number: "-" when negative, else as the spec's sign option says.
+std::string SignOf(bool negative, char sign) {
+  if (negative) return "-";
+  if (sign == '+') return "+";
+  if (sign == ' ') return " ";
+  return "";
+}
+
+// A str under a spec of type s (or none): the precision cuts it. Errors: a sign or '=' alignment.
+Result<Formatted> FormatStrSpec(const std::string& s, const SpecParts& p) {
+  if (p.sign) return Err("Sign not allowed in string format specifier");
+  if (p.align == '=') return Err("'=' alignment not allowed in string format specifier");
+  Formatted f;
+  f.numeric = false;
+  f.body = s;
+  if (p.precision >= 0) {
+    std::u32string u = ToU32(f.body);
+    if (u.size() > static_cast<size_t>(p.precision)) f.body = FromU32(u.substr(0, p.precision));
   }
-  if (!align) align = numeric ? '>' : '<';
-  int64_t len = static_cast<int64_t>(CpCount(body) + sign_str.size());
-  if (width <= len) return sign_str + body;
-  size_t pad = static_cast<size_t>(width - len);
+  return f;
+}
+
+// An int under a spec of type d, n, b, o, x, X, c (or none). Errors: a precision, a code point out of range (c).
+Result<Formatted> FormatIntSpec(int64_t n, const SpecParts& p) {
+  if (p.precision >= 0) return Err("Precision not allowed in integer format specifier");
+  Formatted f;
+  if (p.type == 'c') {
+    MMIRAGE_TRY(AppendCharArg(n, &f.body));
+    f.numeric = false;
+    return f;
+  }
+  uint64_t mag = n < 0 ? static_cast<uint64_t>(0) - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
+  int base = p.type == 'b' ? 2 : p.type == 'o' ? 8 : (p.type == 'x' || p.type == 'X') ? 16 : 10;
+  f.body = IntDigits(mag, base, p.type == 'X');
+  if (p.grouping) Group(&f.body, p.grouping);
+  f.sign = SignOf(n < 0, p.sign);
+  if (p.alt && base != 10) f.sign += base == 2 ? "0b" : base == 8 ? "0o" : (p.type == 'X' ? "0X" : "0x");
+  return f;
+}
+
+// A number under a spec of type e, E, f, F, g, G, n, % (or none: Python's repr of a float, or %g with a
+// precision). Errors: a result longer than the buffer.
+Result<Formatted> FormatFloatSpec(double d, const SpecParts& p) {
+  Formatted f;
+  bool neg = std::signbit(d) && !std::isnan(d);
+  double mag = std::fabs(d);
+  if (p.type == 0 && p.precision < 0) {
+    f.body = FormatDouble(mag);
+  } else {
+    char t = p.type == 0 || p.type == 'n' ? 'g' : p.type == '%' ? 'f' : p.type;
+    int prec = p.precision >= 0 ? p.precision : 6;
+    char fmt[32];
+    std::snprintf(fmt, sizeof fmt, "%%%s.%d%c", p.alt ? "#" : "", prec, t);
+    char buf[512];
+    int n = std::snprintf(buf, sizeof buf, fmt, p.type == '%' ? mag * 100 : mag);
+    if (n < 0 || n >= static_cast<int>(sizeof buf)) return Err("formatted number too long");
+    f.body.assign(buf, n);
+    if (p.type == 0 && f.body.find_first_of(".eni") == std::string::npos) f.body += ".0";
+    if (p.type == '%') f.body += "%";
+  }
+  if (p.grouping) {
+    size_t end = f.body.find_first_not_of("0123456789");
+    std::string ip = f.body.substr(0, end);
+    Group(&ip, p.grouping);
+    f.body = ip + (end == std::string::npos ? "" : f.body.substr(end));
+  }
+  f.sign = SignOf(neg, p.sign);
+  return f;
+}
+
+// Sign and body padded with the fill to the spec's width, as its alignment (default: numbers right, text left).
+std::string PadFormatted(const Formatted& f, const SpecParts& p) {
+  char align = p.align ? p.align : f.numeric ? '>' : '<';
+  int64_t len = static_cast<int64_t>(CpCount(f.body) + f.sign.size());
+  if (p.width <= len) return f.sign + f.body;
+  size_t pad = static_cast<size_t>(p.width - len);
   std::string fill_s;
-  AppendCp(fill, &fill_s);
+  AppendCp(p.fill, &fill_s);
   auto rep = [&](size_t n) {
     std::string r;
     for (size_t k = 0; k < n; ++k) r += fill_s;
     return r;
   };
   switch (align) {
-    case '<': return sign_str + body + rep(pad);
-    case '>': return rep(pad) + sign_str + body;
-    case '=': return sign_str + rep(pad) + body;
-    default: return rep(pad / 2) + sign_str + body + rep(pad - pad / 2);
+    case '<': return f.sign + f.body + rep(pad);
+    case '>': return rep(pad) + f.sign + f.body;
+    case '=': return f.sign + rep(pad) + f.body;
+    default: return rep(pad / 2) + f.sign + f.body + rep(pad - pad / 2);
   }
+}
+
+// The parts of a replacement field's text (between its braces): "name.attr[key]!conv:spec".
+struct FieldParts {
+  std::string_view name;  // "" (automatic numbering), digits, or a keyword
+  std::string_view path;  // ".attr" and "[key]" parts
+  std::string_view conv;
+  std::string_view spec;
+};
+
+FieldParts SplitField(std::string_view field) {
+  FieldParts f;
+  size_t colon = field.find(':');
+  if (colon != std::string_view::npos) {
+    f.spec = field.substr(colon + 1);
+    field = field.substr(0, colon);
+  }
+  size_t bang = field.find('!');
+  if (bang != std::string_view::npos) {
+    f.conv = field.substr(bang + 1);
+    field = field.substr(0, bang);
+  }
+  size_t name_end = field.find_first_of(".[");
+  f.name = field.substr(0, name_end);
+  if (name_end != std::string_view::npos) f.path = field.substr(name_end);
+  return f;
+}
+
+bool AllDigits(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+// The argument a field's name refers to: the next automatic index (""), a position, or a keyword. Errors: mixed
+// numbering, an index out of range, an unknown keyword.
+Result<Val> FieldArgument(std::string_view name, const std::vector<Val>& args,
+                          const std::vector<std::pair<std::string, Val>>& kwargs, int* auto_idx, bool* manual) {
+  if (name.empty()) {
+    if (*manual) return Err("cannot switch from manual field specification to automatic field numbering");
+    if (*auto_idx >= static_cast<int>(args.size())) {
+      return Err("Replacement index " + std::to_string(*auto_idx) + " out of range for positional args tuple");
+    }
+    return args[(*auto_idx)++].Alias();
+  }
+  if (AllDigits(name)) {
+    *manual = true;
+    std::optional<int64_t> idx = ParseNonNegativeInt64(name);
+    if (!idx) return Err("Too many decimal digits in format string");
+    if (static_cast<uint64_t>(*idx) >= args.size()) {
+      return Err("Replacement index " + std::string(name) + " out of range for positional args tuple");
+    }
+    return args[static_cast<size_t>(*idx)].Alias();
+  }
+  const Val* found = nullptr;
+  for (const auto& kv : kwargs) {
+    if (kv.first == name) found = &kv.second;
+  }
+  if (found == nullptr) return Err("KeyError: '" + std::string(name) + "'");
+  return found->Alias();
+}
+
+// `cur` followed through a field's ".attr" and "[key]" parts ([digits] indexes a list). Errors: a missing
+// attribute, key or index, an unclosed '['.
+Result<Val> FollowFieldPath(Val cur, std::string_view rest) {
+  while (!rest.empty()) {
+    Val next;
+    if (rest[0] == '.') {
+      size_t e = rest.find_first_of(".[", 1);
+      std::string attr(rest.substr(1, e == std::string_view::npos ? std::string_view::npos : e - 1));
+      const Value* m = cur.v().Find(attr);
+      if (m == nullptr) return Err("AttributeError: '" + attr + "'");
+      next = Val::Borrow(*m);
+      rest = e == std::string_view::npos ? std::string_view() : rest.substr(e);
+    } else {
+      size_t e = rest.find(']');
+      if (e == std::string_view::npos) return Err("Missing ']' in format string");
+      std::string key(rest.substr(1, e - 1));
+      bool digits = !key.empty() && AllDigits(key);
+      const Value* m = nullptr;
+      std::optional<int64_t> k = digits ? ParseNonNegativeInt64(key) : std::nullopt;
+      if (digits && !k) return Err("Too many decimal digits in format string");
+      if (digits && cur.v().is_array()) {
+        if (static_cast<uint64_t>(*k) < cur.v().as_array().size()) m = &cur.v().as_array()[static_cast<size_t>(*k)];
+      } else {
+        m = cur.v().Find(key);
+      }
+      if (m == nullptr) return Err("KeyError/IndexError: '" + key + "'");
+      next = Val::Borrow(*m);
+      rest = rest.substr(e + 1);
+    }
+    cur = std::move(next);
+  }
+  return cur;
+}
+
+// A field's conversion: !r and !a (repr), !s (str), none. Errors: another conversion.
+Result<Val> ConvertField(Val cur, std::string_view conv) {
+  if (conv == "r" || conv == "a") {
+    std::string r;
+    AppendRepr(cur.v(), &r, cur.shape == Shape::kTuple);
+    return Val(Value(std::move(r)));
+  }
+  if (conv == "s") return Val(Value(StrOf(cur)));
+  if (!conv.empty()) return Err("Unknown conversion specifier " + std::string(conv));
+  return cur;
+}
+
+// A spec with its nested fields ("{0:>{1}}") replaced; they take the next automatic index or their own, like
+// Python. Errors: an unclosed '{', those of the nested fields.
+Result<std::string> ExpandNestedSpec(const std::string& spec, const std::vector<Val>& args,
+                                     const std::vector<std::pair<std::string, Val>>& kwargs, int* auto_idx) {
+  if (spec.find('{') == std::string::npos) return spec;
+  std::vector<Val> nested_args;
+  for (const Val& a : args) nested_args.push_back(a.Alias());
+  std::string expanded;
+  for (size_t k = 0; k < spec.size(); ++k) {
+    if (spec[k] != '{') {
+      expanded.push_back(spec[k]);
+      continue;
+    }
+    size_t e = spec.find('}', k);
+    if (e == std::string::npos) return Err("unmatched '{' in format spec");
+    std::string inner = spec.substr(k, e - k + 1);
+    if (inner == "{}") inner = "{" + std::to_string((*auto_idx)++) + "}";
+    MMIRAGE_ASSIGN_OR_RETURN(std::string part, StrFormat(inner, nested_args, kwargs));
+    expanded += part;
+    k = e;
+  }
+  return expanded;
+}
+
+}  // namespace
+
+Result<std::string> FormatSpec(const Val& val, std::string_view spec) {
+  if (spec.empty()) return StrOf(val);
+  MMIRAGE_ASSIGN_OR_RETURN(SpecParts p, ParseSpec(spec));
+  const Value& v = val.v();
+  Formatted f;
+  if (val.kind == Kind::kValue && v.is_string() && (p.type == 0 || p.type == 's')) {
+    MMIRAGE_ASSIGN_OR_RETURN(f, FormatStrSpec(v.as_string(), p));
+  } else if (val.kind == Kind::kValue && IsIntLike(v) &&
+             (p.type == 0 || std::string_view("dnboxXc").find(p.type) != std::string_view::npos)) {
+    MMIRAGE_ASSIGN_OR_RETURN(f, FormatIntSpec(IntOf(v), p));
+  } else if (val.kind == Kind::kValue && IsNumLike(v) &&
+             (p.type == 0 || std::string_view("eEfFgGn%").find(p.type) != std::string_view::npos)) {
+    MMIRAGE_ASSIGN_OR_RETURN(f, FormatFloatSpec(NumOf(v), p));
+  } else {
+    return Err("unsupported format string passed to " + PyTypeName(val) + ".__format__");
+  }
+  return PadFormatted(f, p);
 }
 
 Result<std::string> StrFormat(std::string_view fmt, const std::vector<Val>& args,
@@ -605,100 +778,13 @@ Result<std::string> StrFormat(std::string_view fmt, const std::vector<Val>& args
       if (fmt[close] == '}' && --depth == 0) break;
     }
     if (close >= fmt.size()) return Err("expected '}' before end of string");
-    std::string_view field = fmt.substr(i + 1, close - i - 1);
+    FieldParts field = SplitField(fmt.substr(i + 1, close - i - 1));
     i = close;
-    std::string_view spec, conv;
-    size_t colon = field.find(':');
-    if (colon != std::string_view::npos) {
-      spec = field.substr(colon + 1);
-      field = field.substr(0, colon);
-    }
-    size_t bang = field.find('!');
-    if (bang != std::string_view::npos) {
-      conv = field.substr(bang + 1);
-      field = field.substr(0, bang);
-    }
-    size_t name_end = field.find_first_of(".[");
-    std::string_view name = field.substr(0, name_end);
-    Val cur;
-    if (name.empty()) {
-      if (manual) return Err("cannot switch from manual field specification to automatic field numbering");
-      if (auto_idx >= static_cast<int>(args.size())) return Err("Replacement index " + std::to_string(auto_idx) + " out of range for positional args tuple");
-      cur = args[auto_idx++].Alias();
-    } else if (std::all_of(name.begin(), name.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
-      manual = true;
-      std::optional<int64_t> idx = ParseNonNegativeInt64(name);
-      if (!idx) return Err("Too many decimal digits in format string");
-      if (static_cast<uint64_t>(*idx) >= args.size()) return Err("Replacement index " + std::string(name) + " out of range for positional args tuple");
-      cur = args[static_cast<size_t>(*idx)].Alias();
-    } else {
-      const Val* found = nullptr;
-      for (const auto& kv : kwargs) {
-        if (kv.first == name) found = &kv.second;
-      }
-      if (found == nullptr) return Err("KeyError: '" + std::string(name) + "'");
-      cur = found->Alias();
-    }
-    std::string_view rest = name_end == std::string_view::npos ? std::string_view() : field.substr(name_end);
-    while (!rest.empty()) {
-      Val next;
-      if (rest[0] == '.') {
-        size_t e = rest.find_first_of(".[", 1);
-        std::string attr(rest.substr(1, e == std::string_view::npos ? std::string_view::npos : e - 1));
-        const Value* m = cur.v().Find(attr);
-        if (m == nullptr) return Err("AttributeError: '" + attr + "'");
-        next = Val::Borrow(*m);
-        rest = e == std::string_view::npos ? std::string_view() : rest.substr(e);
-      } else {
-        size_t e = rest.find(']');
-        if (e == std::string_view::npos) return Err("Missing ']' in format string");
-        std::string key(rest.substr(1, e - 1));
-        bool digits = !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-        const Value* m = nullptr;
-        std::optional<int64_t> k = digits ? ParseNonNegativeInt64(key) : std::nullopt;
-        if (digits && !k) return Err("Too many decimal digits in format string");
-        if (digits && cur.v().is_array()) {
-          if (static_cast<uint64_t>(*k) < cur.v().as_array().size()) m = &cur.v().as_array()[static_cast<size_t>(*k)];
-        } else {
-          m = cur.v().Find(key);
-        }
-        if (m == nullptr) return Err("KeyError/IndexError: '" + key + "'");
-        next = Val::Borrow(*m);
-        rest = rest.substr(e + 1);
-      }
-      cur = std::move(next);
-    }
-    if (conv == "r" || conv == "a") {
-      std::string r;
-      AppendRepr(cur.v(), &r, cur.shape == Shape::kTuple);
-      cur = Val(Value(std::move(r)));
-    } else if (conv == "s") {
-      cur = Val(Value(StrOf(cur)));
-    } else if (!conv.empty()) {
-      return Err("Unknown conversion specifier " + std::string(conv));
-    }
-    std::string spec_text(spec);
-    if (spec_text.find('{') != std::string::npos) {
-      // Nested fields ("{0:>{1}}") take the next automatic index or their own, like Python.
-      std::vector<Val> nested_args;
-      for (const Val& a : args) nested_args.push_back(a.Alias());
-      std::string expanded;
-      for (size_t k = 0; k < spec_text.size(); ++k) {
-        if (spec_text[k] != '{') {
-          expanded.push_back(spec_text[k]);
-          continue;
-        }
-        size_t e = spec_text.find('}', k);
-        if (e == std::string::npos) return Err("unmatched '{' in format spec");
-        std::string inner = spec_text.substr(k, e - k + 1);
-        if (inner == "{}") inner = "{" + std::to_string(auto_idx++) + "}";
-        MMIRAGE_ASSIGN_OR_RETURN(std::string part, StrFormat(inner, nested_args, kwargs));
-        expanded += part;
-        k = e;
-      }
-      spec_text = expanded;
-    }
-    MMIRAGE_ASSIGN_OR_RETURN(std::string piece, FormatSpec(cur, spec_text));
+    MMIRAGE_ASSIGN_OR_RETURN(Val arg, FieldArgument(field.name, args, kwargs, &auto_idx, &manual));
+    MMIRAGE_ASSIGN_OR_RETURN(Val cur, FollowFieldPath(std::move(arg), field.path));
+    MMIRAGE_ASSIGN_OR_RETURN(cur, ConvertField(std::move(cur), field.conv));
+    MMIRAGE_ASSIGN_OR_RETURN(std::string spec, ExpandNestedSpec(std::string(field.spec), args, kwargs, &auto_idx));
+    MMIRAGE_ASSIGN_OR_RETURN(std::string piece, FormatSpec(cur, spec));
     out += piece;
   }
   return out;

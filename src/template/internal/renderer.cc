@@ -323,58 +323,11 @@ Result<Val> Renderer::EvalInner(const Expr& e) {
     }
     case ExprKind::kName: return Lookup(e.name);
     case ExprKind::kList:
-    case ExprKind::kTuple: {
-      std::vector<Val> items;
-      items.reserve(e.args.size());
-      for (const auto& a : e.args) {
-        MMIRAGE_ASSIGN_OR_RETURN(Val v, Eval(*a));
-        if (v.kind != Kind::kValue) return Err("cannot store a " + PyTypeName(v) + " in a list");
-        items.push_back(std::move(v));
-      }
-      return MakeList(items, e.kind == ExprKind::kTuple ? Shape::kTuple : Shape::kPlain);
-    }
-    case ExprKind::kDict: {
-      Value obj = Value::EmptyObject();
-      for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
-        MMIRAGE_ASSIGN_OR_RETURN(Val k, Eval(*e.args[i]));
-        MMIRAGE_ASSIGN_OR_RETURN(Val v, Eval(*e.args[i + 1]));
-        if (k.kind != Kind::kValue || !k.v().is_string()) {
-          return Err("dict keys must be strings in this engine (got " + PyTypeName(k) + ")");
-        }
-        obj.Set(k.v().as_string(), v.v());
-      }
-      return Val(std::move(obj));
-    }
-    case ExprKind::kGetattr: {
-      MMIRAGE_ASSIGN_OR_RETURN(Val obj, Eval(*e.args[0]));
-      if (obj.kind == Kind::kLoop) return LoopAttr(*static_cast<const LoopState*>(obj.ptr), e.name);
-      if (obj.ref == nullptr && obj.is_value()) {
-        MMIRAGE_ASSIGN_OR_RETURN(Val r, GetAttr(obj, e.name));
-        return r.Owned();
-      }
-      return GetAttr(obj, e.name);
-    }
-    case ExprKind::kGetitem: {
-      MMIRAGE_ASSIGN_OR_RETURN(Val obj, Eval(*e.args[0]));
-      MMIRAGE_ASSIGN_OR_RETURN(Val key, Eval(*e.args[1]));
-      if (obj.kind == Kind::kLoop && key.v().is_string()) {
-        return LoopAttr(*static_cast<const LoopState*>(obj.ptr), key.v().as_string());
-      }
-      MMIRAGE_ASSIGN_OR_RETURN(Val r, GetItem(obj, key));
-      return obj.ref == nullptr ? r.Owned() : r;
-    }
-    case ExprKind::kSlice: {
-      MMIRAGE_ASSIGN_OR_RETURN(Val obj, Eval(*e.args[0]));
-      Val parts[3];
-      const Val* ptrs[3] = {nullptr, nullptr, nullptr};
-      for (int i = 0; i < 3; ++i) {
-        if (e.args[i + 1]) {
-          MMIRAGE_ASSIGN_OR_RETURN(parts[i], Eval(*e.args[i + 1]));
-          ptrs[i] = &parts[i];
-        }
-      }
-      return SliceOf(obj, ptrs[0], ptrs[1], ptrs[2]);
-    }
+    case ExprKind::kTuple: return EvalSequence(e);
+    case ExprKind::kDict: return EvalDict(e);
+    case ExprKind::kGetattr: return EvalGetattr(e);
+    case ExprKind::kGetitem: return EvalGetitem(e);
+    case ExprKind::kSlice: return EvalSlice(e);
     case ExprKind::kCall: return EvalCall(e);
     case ExprKind::kFilter: {
       MMIRAGE_ASSIGN_OR_RETURN(Val subject, Eval(*e.args[0]));
@@ -404,32 +357,14 @@ Result<Val> Renderer::EvalInner(const Expr& e) {
       MMIRAGE_ASSIGN_OR_RETURN(Val b, Eval(*e.args[1]));
       return BinaryOp(static_cast<int>(e.bin_op), a, b);
     }
-    case ExprKind::kCompare: {
-      MMIRAGE_ASSIGN_OR_RETURN(Val left, Eval(*e.args[0]));
-      for (size_t i = 0; i < e.cmp_ops.size(); ++i) {
-        MMIRAGE_ASSIGN_OR_RETURN(Val right, Eval(*e.args[i + 1]));
-        MMIRAGE_ASSIGN_OR_RETURN(bool ok, CompareOp(static_cast<int>(e.cmp_ops[i]), left, right));
-        if (!ok) return Val(Value(false));
-        left = std::move(right);
-      }
-      return Val(Value(true));
-    }
+    case ExprKind::kCompare: return EvalCompare(e);
     case ExprKind::kAnd:
     case ExprKind::kOr: {
       MMIRAGE_ASSIGN_OR_RETURN(Val l, Eval(*e.args[0]));
       if (Truthy(l) == (e.kind == ExprKind::kOr)) return l;
       return Eval(*e.args[1]);
     }
-    case ExprKind::kConcat: {
-      std::string s;
-      for (const auto& a : e.args) {
-        MMIRAGE_ASSIGN_OR_RETURN(Val v, Eval(*a));
-        if (NestedDeeperThan(v.v(), kMaxValueDepth)) return TooDeepValue();
-        AppendStr(v, &s);
-        if (s.size() > kMaxStringBytes) return StringTooLarge();
-      }
-      return Val(Value(std::move(s)));
-    }
+    case ExprKind::kConcat: return EvalConcat(e);
     case ExprKind::kCond: {
       MMIRAGE_ASSIGN_OR_RETURN(Val c, Eval(*e.args[1]));
       if (Truthy(c)) return Eval(*e.args[0]);
@@ -439,6 +374,85 @@ Result<Val> Renderer::EvalInner(const Expr& e) {
     }
   }
   return Err("unknown expression");
+}
+
+Result<Val> Renderer::EvalSequence(const Expr& e) {
+  std::vector<Val> items;
+  items.reserve(e.args.size());
+  for (const auto& a : e.args) {
+    MMIRAGE_ASSIGN_OR_RETURN(Val v, Eval(*a));
+    if (v.kind != Kind::kValue) return Err("cannot store a " + PyTypeName(v) + " in a list");
+    items.push_back(std::move(v));
+  }
+  return MakeList(items, e.kind == ExprKind::kTuple ? Shape::kTuple : Shape::kPlain);
+}
+
+Result<Val> Renderer::EvalDict(const Expr& e) {
+  Value obj = Value::EmptyObject();
+  for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+    MMIRAGE_ASSIGN_OR_RETURN(Val k, Eval(*e.args[i]));
+    MMIRAGE_ASSIGN_OR_RETURN(Val v, Eval(*e.args[i + 1]));
+    if (k.kind != Kind::kValue || !k.v().is_string()) {
+      return Err("dict keys must be strings in this engine (got " + PyTypeName(k) + ")");
+    }
+    obj.Set(k.v().as_string(), v.v());
+  }
+  return Val(std::move(obj));
+}
+
+Result<Val> Renderer::EvalGetattr(const Expr& e) {
+  MMIRAGE_ASSIGN_OR_RETURN(Val obj, Eval(*e.args[0]));
+  if (obj.kind == Kind::kLoop) return LoopAttr(*static_cast<const LoopState*>(obj.ptr), e.name);
+  if (obj.ref == nullptr && obj.is_value()) {
+    MMIRAGE_ASSIGN_OR_RETURN(Val r, GetAttr(obj, e.name));
+    return r.Owned();
+  }
+  return GetAttr(obj, e.name);
+}
+
+Result<Val> Renderer::EvalGetitem(const Expr& e) {
+  MMIRAGE_ASSIGN_OR_RETURN(Val obj, Eval(*e.args[0]));
+  MMIRAGE_ASSIGN_OR_RETURN(Val key, Eval(*e.args[1]));
+  if (obj.kind == Kind::kLoop && key.v().is_string()) {
+    return LoopAttr(*static_cast<const LoopState*>(obj.ptr), key.v().as_string());
+  }
+  MMIRAGE_ASSIGN_OR_RETURN(Val r, GetItem(obj, key));
+  return obj.ref == nullptr ? r.Owned() : r;
+}
+
+Result<Val> Renderer::EvalSlice(const Expr& e) {
+  MMIRAGE_ASSIGN_OR_RETURN(Val obj, Eval(*e.args[0]));
+  Val parts[3];
+  const Val* ptrs[3] = {nullptr, nullptr, nullptr};
+  for (int i = 0; i < 3; ++i) {
+    if (e.args[i + 1]) {
+      MMIRAGE_ASSIGN_OR_RETURN(parts[i], Eval(*e.args[i + 1]));
+      ptrs[i] = &parts[i];
+    }
+  }
+  return SliceOf(obj, ptrs[0], ptrs[1], ptrs[2]);
+}
+
+Result<Val> Renderer::EvalCompare(const Expr& e) {
+  MMIRAGE_ASSIGN_OR_RETURN(Val left, Eval(*e.args[0]));
+  for (size_t i = 0; i < e.cmp_ops.size(); ++i) {
+    MMIRAGE_ASSIGN_OR_RETURN(Val right, Eval(*e.args[i + 1]));
+    MMIRAGE_ASSIGN_OR_RETURN(bool ok, CompareOp(static_cast<int>(e.cmp_ops[i]), left, right));
+    if (!ok) return Val(Value(false));
+    left = std::move(right);
+  }
+  return Val(Value(true));
+}
+
+Result<Val> Renderer::EvalConcat(const Expr& e) {
+  std::string s;
+  for (const auto& a : e.args) {
+    MMIRAGE_ASSIGN_OR_RETURN(Val v, Eval(*a));
+    if (NestedDeeperThan(v.v(), kMaxValueDepth)) return TooDeepValue();
+    AppendStr(v, &s);
+    if (s.size() > kMaxStringBytes) return StringTooLarge();
+  }
+  return Val(Value(std::move(s)));
 }
 
 Result<Val> Renderer::EvalCall(const Expr& e) {

@@ -46,7 +46,15 @@ class Renderer {
   const Val* FindLocal(std::string_view name) const;  // nullptr when no frame binds `name`
   Entry* FindEntry(std::string_view name);
 
-  Result<Val> EvalInner(const Expr& e);
+  Result<Val> EvalInner(const Expr& e);  // Eval without the depth guard: dispatches on the expression's kind
+  // One kind of expression each (EvalInner's cases); errors as Python Jinja2 raises them.
+  Result<Val> EvalSequence(const Expr& e);  // list or tuple literal
+  Result<Val> EvalDict(const Expr& e);      // dict literal (string keys)
+  Result<Val> EvalGetattr(const Expr& e);   // x.name (loop attributes included)
+  Result<Val> EvalGetitem(const Expr& e);   // x[key]
+  Result<Val> EvalSlice(const Expr& e);     // x[a:b:c]
+  Result<Val> EvalCompare(const Expr& e);   // a < b <= c chains
+  Result<Val> EvalConcat(const Expr& e);    // a ~ b
   Result<Val> EvalCall(const Expr& e);
   Status EvalArgs(const Expr& e, size_t first, CallArgs* args);
   Result<Val> CallValue(const Val& callee, CallArgs& args, const Expr& e);

@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "config/config.h"
 #include "data/json.h"
 #include "pipeline/row_batches.h"
 #include "pipeline/shard_writer.h"
+#include "support/counting_env.h"
 #include "support/test_util.h"
 
 namespace mmirage::pipeline {
@@ -139,6 +142,31 @@ TEST(RowBatchesTest, ASinkErrorStopsThePipeline) {
   });
   EXPECT_TRUE(s.IsIOError());
   EXPECT_EQ(calls, 3);
+}
+
+// An Env whose FileExists throws: a fault of our own code (or of the machine), not of the row being processed.
+class ThrowingEnv : public testing::CountingEnv {
+ public:
+  bool FileExists(const std::string&) override { throw std::runtime_error("boom"); }
+};
+
+TEST(RowBatchesTest, AnExceptionFailsTheRunAsInternalInsteadOfBecomingARowError) {
+  testing::TempDir d;
+  testing::WriteFile(d.Path("d.jsonl"), "{\"image\":\"a.png\"}\n{\"image\":\"b.png\"}\n");
+  auto c = MakeConfig("  inputs: [{name: img, key: image, type: image}]\n  outputs: []\n"
+                      "  output_schema: {img: '{{ img }}'}\n");
+  ThrowingEnv env;
+  RowTransform t(&c, &env, d.path());
+  RowStream stream(Env::Default(), DatasetPart{"", {d.Path("d.jsonl")}}, RowRange{0, UINT64_MAX});
+  std::vector<ProcessedBatch::Failure> failures;
+  Status s = RunRowBatches(&stream, t, RowBatchOptions{2, 1, 2}, [&](ProcessedBatch& b) {
+    for (auto& f : b.failures) failures.push_back(f);
+    return Status::OK();
+  });
+  EXPECT_EQ(s.code(), Status::Code::kInternal) << s.ToString();
+  EXPECT_NE(s.message().find(d.Path("d.jsonl") + ":"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("boom"), std::string::npos) << s.message();
+  EXPECT_TRUE(failures.empty()) << failures[0].error.message;
 }
 
 ShardWriterOptions Opts(const std::string& out, int64_t shard, std::vector<std::string> splits, uint64_t fp = 7) {

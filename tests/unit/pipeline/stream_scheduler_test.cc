@@ -46,7 +46,7 @@ struct Harness {
       return Result<std::unique_ptr<engine::Engine>>(std::move(e));
     };
     std::vector<std::string> warnings;
-    auto gen = process::OutputGenerator::Create(c, factory, &warnings);
+    auto gen = process::OutputGenerator::Create(Env::Default(), c, factory, &warnings);
     EXPECT_TRUE(gen.ok()) << gen.status().ToString();
     RowTransform t(&c, Env::Default(), "");
     RowStream stream(Env::Default(), DatasetPart{"", {dir.Path("d.jsonl")}}, RowRange{0, UINT64_MAX});
@@ -146,6 +146,43 @@ TEST(StreamSchedulerTest, EngineErrorsBecomeRowErrors) {
   EXPECT_EQ(h.failures[0].row_index, 3u);
   EXPECT_NE(h.failures[0].error.message.find("more than the context"), std::string::npos);
   EXPECT_EQ(std::count(h.all.begin(), h.all.end(), '\n'), 9);
+}
+
+// RunStreaming borrows the generator: on an error it returns without shutting the generator down; its owner does.
+TEST(StreamSchedulerTest, AnErrorLeavesTheBorrowedGeneratorToItsOwner) {
+  auto c = MakeConfig("    - {name: a, type: llm, prompt: '{{ i }}'}\n", "{a: '{{ a }}'}");
+  testing::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 50; ++i) text += "{\"i\":" + std::to_string(i) + "}\n";
+  testing::WriteFile(dir.Path("d.jsonl"), text);
+  struct CountingEngine : FakeEngine {
+    CountingEngine(Reply r, std::atomic<int>* n) : FakeEngine(std::move(r)), shutdowns(n) {}
+    void Shutdown() override {
+      ++*shutdowns;
+      FakeEngine::Shutdown();
+    }
+    std::atomic<int>* shutdowns;
+  };
+  std::atomic<int> shutdowns{0};
+  process::EngineFactory factory = [&](const config::Processor&, std::vector<std::string>*) {
+    auto reply = [](const engine::Request& r, int) { return Text(r.prompt); };
+    return Result<std::unique_ptr<engine::Engine>>(std::make_unique<CountingEngine>(reply, &shutdowns));
+  };
+  std::vector<std::string> warnings;
+  auto gen = process::OutputGenerator::Create(Env::Default(), c, factory, &warnings);
+  ASSERT_TRUE(gen.ok()) << gen.status().ToString();
+  RowTransform t(&c, Env::Default(), "");
+  RowStream stream(Env::Default(), DatasetPart{"", {dir.Path("d.jsonl")}}, RowRange{0, UINT64_MAX});
+  StreamOptions so;
+  so.window = 16;
+  so.flush_rows = 2;
+  StreamTotals totals;
+  Status s = RunStreaming(&stream, t, gen->get(), so, [](ProcessedBatch&) { return Status::IOError("disk full"); },
+                          &totals);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_EQ(shutdowns.load(), 0);
+  (*gen)->Shutdown();  // the owner's call; late completions of abandoned rows must find nothing freed
+  EXPECT_EQ(shutdowns.load(), 1);
 }
 
 }  // namespace
