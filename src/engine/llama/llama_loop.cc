@@ -1,4 +1,4 @@
-#include "engine/llama_loop.h"
+#include "engine/llama/llama_loop.h"
 
 #include <cmath>
 

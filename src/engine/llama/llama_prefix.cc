@@ -1,4 +1,4 @@
-#include "engine/llama_prefix.h"
+#include "engine/llama/llama_prefix.h"
 
 #include <algorithm>
 
