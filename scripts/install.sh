@@ -7,7 +7,8 @@
 #   P/bin/mmirage                 RUNPATH $ORIGIN/../lib
 #   P/lib/*.so*                   every shared library mmirage needs that is not part of glibc (yaml-cpp, simdjson,
 #                                 mimalloc, curl and its dependencies, libstdc++, llama.cpp's libraries and its
-#                                 per-CPU-family backends when it is the shared build), each with RUNPATH $ORIGIN
+#                                 per-CPU-family backends when it is the shared build), each with RUNPATH $ORIGIN,
+#                                 and mmirage's shared modules (libmmirage_*.so, loaded on first use)
 #   P/lib/cpu-native/             llama.cpp's CPU backend built for the build machine's CPU (libggml-cpu.so and
 #                                 cpu-flags), used on machines whose CPU has all those flags
 #   P/bin/llama-server            llama.cpp's OpenAI-compatible server (for `backend: llama-server`), beside
@@ -79,6 +80,13 @@ copy_deps() {
 
 install -m 755 "$BUILD/mmirage" "$PREFIX/bin/mmirage"
 copy_deps "$BUILD/mmirage"
+# The shared modules (libmmirage_*.so: Arrow/Parquet, the embedded engine, libcurl), loaded by mmirage on first use
+# from the lib/ beside its bin/, and the libraries they link.
+for f in "$BUILD"/lib/libmmirage_*.so; do
+  [ -f "$f" ] || continue
+  cp -L "$f" "$PREFIX/lib/"
+  copy_deps "$f"
+done
 # llama.cpp's shared build: the CPU backends are loaded at run time from the directory of libggml, so they are
 # not in ldd's list; take all of them (the best one for each machine is picked when mmirage starts).
 LLAMA_LIB_DIR="$(sed -n 's/^MMIRAGE_LLAMA_LIB_DIR:PATH=//p' "$BUILD/CMakeCache.txt")"

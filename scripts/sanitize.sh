@@ -29,7 +29,8 @@ SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-poin
 WARN="-Wno-maybe-uninitialized"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMIRAGE_LLAMA_DIR="${LLAMA_DIR%/}" "${SAME[@]}" \
   -DMMIRAGE_PYTHON="$ROOT/build/venv/bin/python" -DCMAKE_CXX_FLAGS="$SAN $WARN" -DCMAKE_C_FLAGS="$SAN" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
+  >/dev/null
 # SANITIZE_TESTS="a_test b_test" narrows the set (e.g. for a quick local check).
 read -r -a TESTS <<<"${SANITIZE_TESTS:-util_test data_test query_test template_test state_test stats_test cache_test config_test process_test pipeline_test batch_test exec_test regress_test}"
 present=()

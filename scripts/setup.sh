@@ -14,7 +14,8 @@
 #             MMIRAGE_CUDA_ARCHS, e.g. "90" for H100/H200) and implies source.
 # Other knobs: MMIRAGE_CACHE (default ~/.cache/mmirage), MMIRAGE_JOBS, MMIRAGE_BUILD_TYPE, MMIRAGE_LLAMA_CMAKE_ARGS,
 # MMIRAGE_BUILD_DIR (default build/), MMIRAGE_CMAKE_ARGS (extra arguments for mmirage's own configure), MMIRAGE_SKIP_MODEL=1, MMIRAGE_SKIP_APT=1 (a
-# machine whose packages are provided otherwise).
+# machine whose packages are provided otherwise), MMIRAGE_LLAMA_SERVER=source (prebuilt mode: llama-server from the
+# full source build instead of tools/llama_server/ on the prebuilt libraries).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +24,7 @@ for a in "$@"; do
   case "$a" in
     --for-tests) FOR_TESTS=1; WITH_SERVER=1 ;;
     --with-server) WITH_SERVER=1 ;;   # llama-server too (scripts/install.sh bundles it), linked at build/llama-server
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument '$a' (expected --for-tests or --with-server)" >&2; exit 2 ;;
   esac
 done
@@ -298,13 +299,29 @@ PY
 fetch_arrow
 
 # ---- 3. test-only: llama-server (same source tree) and the Python oracles (never used by the product) ------------
+# prebuilt: llama-server's own sources (and cpp-httplib, libmtmd) compiled against the release's shared libraries
+# (tools/llama_server/), about a third of the source build's work. The tree is keyed by what goes into it.
+build_server_on_prebuilt() {
+  local key dir
+  key="$(cat "$ROOT"/tools/llama_server/* "$ROOT/cmake/mtmd.cmake" "$ROOT/src/engine/llama/llama_backends.h" \
+         | cat - <(echo "$NATIVE_CPU_DIR|$(c++ --version | head -1)") | sha256sum | cut -c1-12)"
+  dir="$LLAMA_DIR/server-prebuilt-$key"
+  LLAMA_SERVER="$dir/bin/llama-server"
+  [ -f "$dir/.complete" ] && return
+  log "building llama-server against llama.cpp's prebuilt libraries into $dir (a few minutes on 2 cores)"
+  cmake -S "$ROOT/tools/llama_server" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_SRC="$LLAMA_DIR/src" \
+    -DLLAMA_LIB_DIR="$PREBUILT_DIR" -DMMIRAGE_LLAMA_NATIVE_CPU_DIR="$NATIVE_CPU_DIR" >"$dir.configure.log" 2>&1 \
+    || die "configuring llama-server failed; see $dir.configure.log"
+  cmake --build "$dir" -j "$JOBS" >"$dir.build.log" 2>&1 || die "building llama-server failed; see $dir.build.log"
+  touch "$dir/.complete"
+}
 LLAMA_SERVER=""
 if [ "$WITH_SERVER" = 1 ]; then
-  if [ "$LLAMA_MODE" = source ] || [ ! -x "$LLAMA_DIR/build-server/bin/llama-server" ]; then
+  if [ "$LLAMA_MODE" = source ] || [ "${MMIRAGE_LLAMA_SERVER:-}" = source ]; then
     build_llama_targets llama-server
     LLAMA_SERVER="$SRC_BUILD/bin/llama-server"
   else
-    LLAMA_SERVER="$LLAMA_DIR/build-server/bin/llama-server"  # the same source and flags, built by an older set-up
+    build_server_on_prebuilt
   fi
 fi
 if [ "$FOR_TESTS" = 1 ]; then

@@ -2,8 +2,13 @@
 # Builds what the tests need (scripts/setup.sh --for-tests: llama-server, the Python oracles, every test binary),
 # brings up the services the tests need, and runs every test. Non-zero on any failure. Extra arguments go to ctest
 # (e.g. scripts/test.sh -R Jmespath); `scripts/test.sh --build-only` sets up and builds without running anything.
+# The sanitizer build and the fuzz smoke (scripts/sanitize.sh, scripts/fuzz.sh: a second and a third build of the
+# tree) run after the tests in CI (CI=true) and with `scripts/test.sh --all`; a plain `scripts/test.sh` skips them.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ALL=0
+[ "${CI:-}" = true ] && ALL=1
+if [ "${1:-}" = --all ]; then ALL=1; shift; fi
 "$ROOT/scripts/setup.sh" --for-tests
 if [ "${1:-}" = --build-only ]; then exit 0; fi
 # The HTML report test (StatsHtmlTest.*) renders the page in headless Chromium: Debian's chromium (and a font),
@@ -27,16 +32,16 @@ fi
 cd "$ROOT/build"
 rc=0
 ctest --output-on-failure --timeout 900 -j "${MMIRAGE_TEST_JOBS:-2}" "$@" || rc=$?
-# Sanitizers and fuzzers (issue #13), part of every full run and of CI: the unit tests built and run under
-# ASan+UBSan (scripts/sanitize.sh, build-asan/) and a 30 s smoke of every fuzzer on its seed corpus (scripts/fuzz.sh,
-# build-fuzz/); any report fails the run. MMIRAGE_SANITIZE=0 skips both for local development; CI (CI=true) always
-# runs them. A run narrowed with ctest arguments skips them too.
+# Sanitizers and fuzzers, in CI and with --all: the unit tests built and run under ASan+UBSan (scripts/sanitize.sh,
+# build-asan/) and a 30 s smoke of every fuzzer on its seed corpus (scripts/fuzz.sh, build-fuzz/); any report fails
+# the run. Both builds go through ccache, so a second run rebuilds only what changed. A run narrowed with ctest
+# arguments skips them.
 if (($# == 0)); then
-  if [ "${MMIRAGE_SANITIZE:-1}" != 0 ] || [ "${CI:-}" = true ]; then
+  if [ "$ALL" = 1 ]; then
     "$ROOT/scripts/sanitize.sh" || rc=1
     "$ROOT/scripts/fuzz.sh" || rc=1
   else
-    echo "[test] MMIRAGE_SANITIZE=0: sanitizer build and fuzz smoke skipped (CI runs them)" >&2
+    echo "[test] sanitizer build and fuzz smoke skipped (they run in CI, or with scripts/test.sh --all)" >&2
   fi
 fi
 exit "$rc"

@@ -15,7 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "engine/llama_backends.h"
+#include "engine/llama/llama_backends.h"
 #include "ggml-backend.h"
 #endif
 

@@ -83,9 +83,8 @@ void FromDom(simdjson::dom::element e, Value* out) {
   *out = Value();
 }
 
-}  // namespace
-
-Result<Value> ParseJson(std::string_view text) {
+// Parses `text` with this thread's parser; the element lives until the thread's next parse.
+Result<simdjson::dom::element> ParseDom(std::string_view text) {
   thread_local simdjson::dom::parser parser;
   // simdjson needs SIMDJSON_PADDING readable bytes after the text; copy into a padded buffer.
   thread_local simdjson::padded_string buf;
@@ -96,9 +95,70 @@ Result<Value> ParseJson(std::string_view text) {
   simdjson::dom::element root;
   auto err = parser.parse(buf.data(), text.size(), false).get(root);
   if (err) return Status::Corruption(std::string("invalid JSON: ") + simdjson::error_message(err));
+  return root;
+}
+
+// The element at the end of `path`, or false when a step finds nothing. A repeated key: the last one (as FromDom).
+bool WalkDom(simdjson::dom::element e, const JsonPath& path, simdjson::dom::element* out) {
+  using simdjson::dom::element_type;
+  for (const JsonPathStep& step : path) {
+    if (!step.is_index) {
+      if (e.type() != element_type::OBJECT) return false;
+      bool found = false;
+      simdjson::dom::object o = e.get_object().value_unsafe();
+      for (auto field : o) {
+        if (field.key == step.key) {
+          e = field.value;
+          found = true;
+        }
+      }
+      if (!found) return false;
+      continue;
+    }
+    if (e.type() != element_type::ARRAY) return false;
+    simdjson::dom::array a = e.get_array().value_unsafe();
+    const int64_t size = static_cast<int64_t>(a.size());
+    const int64_t i = step.index < 0 ? step.index + size : step.index;
+    if (i < 0 || i >= size) return false;
+    simdjson::dom::element next;
+    if (a.at(static_cast<size_t>(i)).get(next)) return false;
+    e = next;
+  }
+  *out = e;
+  return true;
+}
+
+const char* DomTypeName(simdjson::dom::element e) {
+  using simdjson::dom::element_type;
+  switch (e.type()) {
+    case element_type::OBJECT: return "object";
+    case element_type::ARRAY: return "array";
+    case element_type::STRING: return "string";
+    case element_type::BOOL: return "boolean";
+    case element_type::NULL_VALUE: return "null";
+    default: return "number";
+  }
+}
+
+}  // namespace
+
+Result<Value> ParseJson(std::string_view text) {
+  MMIRAGE_ASSIGN_OR_RETURN(simdjson::dom::element root, ParseDom(text));
   Result<Value> out{Value()};
   FromDom(root, &*out);
   return out;
+}
+
+Result<std::vector<Value>> ParseJsonPaths(std::string_view text, const std::vector<const JsonPath*>& paths,
+                                          const char** root_type) {
+  MMIRAGE_ASSIGN_OR_RETURN(simdjson::dom::element root, ParseDom(text));
+  *root_type = DomTypeName(root);
+  std::vector<Value> values(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    simdjson::dom::element e;
+    if (WalkDom(root, *paths[i], &e)) FromDom(e, &values[i]);
+  }
+  return values;
 }
 
 void AppendJsonString(std::string_view s, std::string* out) {

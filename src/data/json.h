@@ -15,8 +15,10 @@
 // Thread-safety: ParseJson uses a thread-local parser; all functions are safe to call concurrently.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "data/value.h"
 #include "util/status.h"
@@ -24,6 +26,21 @@
 namespace mmirage {
 
 Result<Value> ParseJson(std::string_view text);
+
+// One step of a field path: an object member by name, or an array element by index (negative counts from the end).
+struct JsonPathStep {
+  bool is_index = false;
+  std::string key;
+  int64_t index = 0;
+};
+using JsonPath = std::vector<JsonPathStep>;
+
+// ParseJson for a caller that needs only some fields: validates the whole document exactly as ParseJson does (same
+// errors), but builds only the Value at the end of each path — the Value ParseJson's tree holds there, or null
+// when a step finds no such member/element or a value of the wrong kind (a JMESPath field/index chain's result).
+// Returns the values in the order of `paths`; *root_type is the document's Value::TypeName ("object", "array"...).
+Result<std::vector<Value>> ParseJsonPaths(std::string_view text, const std::vector<const JsonPath*>& paths,
+                                          const char** root_type);
 
 struct JsonWriteOptions {
   int indent = -1;                 // < 0: one line; >= 0: a newline and `indent` spaces per level inside non-empty

@@ -57,6 +57,16 @@ void ProcessRow(const RowTransform& transform, uint64_t row_index, const std::st
   auto fail = [&](RowError e) {
     out->failures.push_back({row_index, file + ":" + std::to_string(line), std::move(e)});
   };
+  if (transform.ExtractsFromJson()) {  // the row's own columns are not needed: no Value tree of the row
+    auto vars = transform.ExtractFromJson(text);
+    if (!vars.ok) return fail(std::move(vars.error));
+    static const Value kNoColumns = Value::EmptyObject();  // remove_columns: the output keeps none of the row's
+    auto rendered = transform.RenderOutputJson(kNoColumns, vars.value, &out->lines);
+    if (!rendered.ok) return fail(std::move(rendered.error));
+    out->lines.push_back('\n');
+    ++out->rows;
+    return;
+  }
   auto row = ParseJson(text);
   if (!row.ok()) return fail(RowError{Stage::kRead, row.status().message()});
   ProcessRowValue(transform, row_index, file, line, *row, out);

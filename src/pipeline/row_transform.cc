@@ -25,6 +25,16 @@ RowTransform::RowTransform(const config::Config* config, Env* env, std::string i
     for (size_t j = 0; j < i; ++j)
       if (inputs[i].name == inputs[j].name) unique_input_names_ = false;
   image_names_ = process::llm::ImageVariableNames(*config_);
+  CollectMapKeys(config_->processing.output_schema);
+  if (config_->processing.remove_columns) {
+    std::vector<const JsonPath*> paths;
+    for (const auto& in : inputs) {
+      const JsonPath* p = in.expr && !in.image ? in.expr->FieldPath() : nullptr;
+      if (p == nullptr) break;
+      paths.push_back(p);
+    }
+    if (!inputs.empty() && paths.size() == inputs.size()) json_paths_ = std::move(paths);
+  }
   // Image columns (cast_images): plain references to image_gen outputs in path mode, top level only.
   const auto& schema = config_->processing.output_schema;
   if (schema.kind == config::OutputNode::Kind::kMap) {
@@ -34,6 +44,20 @@ RowTransform::RowTransform(const config::Config* config, Env* env, std::string i
         if (o.name == *node.plain_var && o.type == "image_gen" && o.output_mode == "path") image_columns_.push_back(k);
     }
   }
+}
+
+void RowTransform::CollectMapKeys(const config::OutputNode& node) {
+  if (node.kind == config::OutputNode::Kind::kMap) {
+    std::vector<std::string>& keys = map_keys_json_[&node];
+    for (size_t i = 0; i < node.members.size(); ++i) {
+      std::string k = i > 0 ? "," : "";
+      AppendJsonString(node.members[i].first, &k);
+      k.push_back(':');
+      keys.push_back(std::move(k));
+      CollectMapKeys(node.members[i].second);
+    }
+  }
+  for (const auto& item : node.items) CollectMapKeys(item);
 }
 
 Status RowTransform::RenderTopMember(const std::string& key, const config::OutputNode& node, const Value& vars,
@@ -68,6 +92,24 @@ Status RowTransform::RenderTopMember(const std::string& key, const config::Outpu
   return Status::OK();
 }
 
+std::string RowTransform::AddInput(const config::InputVar& in, Value v, Value* vars) const {
+  if (v.is_null()) {
+    if (in.default_value) {
+      v = *in.default_value;
+    } else if (!in.optional) {
+      return "Input variable '" + in.name + "' with key '" + in.key + "' not found in the sample.";
+    }
+  }
+  if (in.image && !v.is_null()) {
+    auto img = ResolveImage(v);
+    if (!img.ok()) return "input '" + in.name + "': " + img.status().message();
+    v = std::move(*img);
+  }
+  if (unique_input_names_) vars->mutable_object().emplace_back(in.name, std::move(v));
+  else vars->Set(in.name, std::move(v));  // a later input of the same name wins
+  return "";
+}
+
 StageResult<Value> RowTransform::Extract(const Value& row) const {
   Value vars(Value::Object{});
   vars.mutable_object().reserve(config_->processing.inputs.size());
@@ -77,22 +119,29 @@ StageResult<Value> RowTransform::Extract(const Value& row) const {
       return StageResult<Value>::Fail(Stage::kExtract, "input '" + in.name + "' (key '" + in.key +
                                                            "'): " + r.status().message());
     }
-    Value v = std::move(*r);
-    if (v.is_null()) {
-      if (in.default_value) {
-        v = *in.default_value;
-      } else if (!in.optional) {
-        return StageResult<Value>::Fail(Stage::kExtract, "Input variable '" + in.name + "' with key '" + in.key +
-                                                             "' not found in the sample.");
-      }
+    if (std::string err = AddInput(in, std::move(*r), &vars); !err.empty()) {
+      return StageResult<Value>::Fail(Stage::kExtract, std::move(err));
     }
-    if (in.image && !v.is_null()) {
-      auto img = ResolveImage(v);
-      if (!img.ok()) return StageResult<Value>::Fail(Stage::kExtract, "input '" + in.name + "': " + img.status().message());
-      v = std::move(*img);
+  }
+  StageResult<Value> out;
+  out.value = std::move(vars);
+  return out;
+}
+
+StageResult<Value> RowTransform::ExtractFromJson(std::string_view text) const {
+  const char* root_type = "";
+  auto values = ParseJsonPaths(text, json_paths_, &root_type);
+  if (!values.ok()) return StageResult<Value>::Fail(Stage::kRead, values.status().message());
+  if (std::string_view(root_type) != "object") {
+    return StageResult<Value>::Fail(Stage::kRead, std::string("row is a JSON ") + root_type + ", expected an object");
+  }
+  const auto& inputs = config_->processing.inputs;
+  Value vars(Value::Object{});
+  vars.mutable_object().reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (std::string err = AddInput(inputs[i], std::move((*values)[i]), &vars); !err.empty()) {
+      return StageResult<Value>::Fail(Stage::kExtract, std::move(err));
     }
-    if (unique_input_names_) vars.mutable_object().emplace_back(in.name, std::move(v));
-    else vars.Set(in.name, std::move(v));  // a later input of the same name wins
   }
   StageResult<Value> out;
   out.value = std::move(vars);
@@ -171,13 +220,16 @@ Status RowTransform::RenderNodeJson(const config::OutputNode& node, const Value&
       return Status::OK();
     case Kind::kMap: {
       out->push_back('{');
-      bool first = true;
-      for (const auto& [k, child] : node.members) {
-        if (!first) out->push_back(',');
-        first = false;
-        AppendJsonString(k, out);
-        out->push_back(':');
-        MMIRAGE_TRY(RenderNodeJson(child, vars, out));
+      auto keys = map_keys_json_.find(&node);  // every map node of the schema is there (CollectMapKeys)
+      for (size_t i = 0; i < node.members.size(); ++i) {
+        if (keys != map_keys_json_.end()) {
+          out->append(keys->second[i]);
+        } else {
+          if (i > 0) out->push_back(',');
+          AppendJsonString(node.members[i].first, out);
+          out->push_back(':');
+        }
+        MMIRAGE_TRY(RenderNodeJson(node.members[i].second, vars, out));
       }
       out->push_back('}');
       return Status::OK();
@@ -201,8 +253,11 @@ Status RowTransform::RenderNodeJson(const config::OutputNode& node, const Value&
           return Status::OK();
         }
       }
-      MMIRAGE_ASSIGN_OR_RETURN(std::string text, node.tmpl->Render(vars));
+      thread_local std::string text;  // one buffer per worker thread, reused by every render
+      text.clear();
+      MMIRAGE_TRY(node.tmpl->RenderTo(vars, &text));
       AppendJsonString(text, out);
+      if (text.capacity() > (size_t{1} << 20)) std::string().swap(text);  // a huge row's buffer is not kept
       return Status::OK();
     }
   }

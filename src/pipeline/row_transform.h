@@ -6,8 +6,12 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "config/config.h"
+#include "data/json.h"
 #include "data/value.h"
 #include "util/env.h"
 #include "util/status.h"
@@ -48,6 +52,14 @@ class RowTransform {
   // path resolved without, and is a null image when both are null.
   StageResult<Value> Extract(const Value& row) const;
 
+  // True when every input is a field/index path (`a.b[0]`), none is an image, and the output does not keep the
+  // row's columns (remove_columns): then a JSONL row need not be built as a Value, and ExtractFromJson reads the
+  // variables straight from its text.
+  bool ExtractsFromJson() const { return !json_paths_.empty(); }
+  // Extract of the row that `text` holds, read from the text: the same variables and errors as ParseJson then
+  // Extract, and the read errors (stage kRead) of ProcessRow. REQUIRES: ExtractsFromJson().
+  StageResult<Value> ExtractFromJson(std::string_view text) const;
+
   // The output row: output_schema rendered with `vars` (a plain `{{ var }}` keeps the variable's JSON type, an
   // absent one renders as ""), assembled with the input row's columns per remove_columns. Errors (stage
   // kRenderOutput): a template error (e.g. attribute of an undefined name).
@@ -75,6 +87,9 @@ class RowTransform {
 
  private:
   Result<Value> ResolveImage(const Value& v) const;
+  // Adds input `in`'s extracted value to *vars (a null one: its default, or an error unless optional; an image
+  // resolved). The error message of the stage kExtract failure; "" when added.
+  std::string AddInput(const config::InputVar& in, Value v, Value* vars) const;
   Status RenderNodeJson(const config::OutputNode& node, const Value& vars, std::string* out) const;
 
   const config::Config* config_;
@@ -85,6 +100,11 @@ class RowTransform {
   bool tag_bytes_ = false;
   bool cast_images_ = false;
   std::vector<std::string> image_columns_;  // top-level schema keys cast by cast_images
+  std::vector<const JsonPath*> json_paths_;  // the inputs' paths when ExtractsFromJson(), in input order
+  // The members' keys of every map node of output_schema as JSON (`"key":`, after a ',' but the first): written
+  // once per row each, escaped once here.
+  std::unordered_map<const config::OutputNode*, std::vector<std::string>> map_keys_json_;
+  void CollectMapKeys(const config::OutputNode& node);
   Status RenderTopMember(const std::string& key, const config::OutputNode& node, const Value& vars,
                          std::string* out) const;
 };

@@ -78,7 +78,9 @@ std::string FileProblem(Env* env, const std::string& path, int64_t offset, const
 
 // Removes the journal from the shard directory `dir`, and the journaled data.jsonl from each of its tables (the
 // directory or a split's) that holds hf or parquet files; syncs what changed.
-Status RemoveJournal(Env* env, const std::string& dir) {
+// `durable` = false leaves the removals unsynced: a published shard's leftover journal is tidied on the next run
+// (TidyPublished), so Finish need not wait for one more directory sync.
+Status RemoveJournal(Env* env, const std::string& dir, bool durable = true) {
   std::vector<std::string> tables = {dir};
   MMIRAGE_ASSIGN_OR_RETURN(std::vector<std::string> children, env->GetChildren(dir));
   for (const auto& c : children)
@@ -88,13 +90,13 @@ Status RemoveJournal(Env* env, const std::string& dir) {
     if ((env->IsRegularFile(JoinPath(t, "state.json")) || env->IsRegularFile(JoinPath(t, "data.parquet"))) &&
         env->FileExists(jsonl)) {
       MMIRAGE_TRY(env->RemoveFile(jsonl));
-      if (t != dir) MMIRAGE_TRY(env->SyncDir(t));
+      if (t != dir && durable) MMIRAGE_TRY(env->SyncDir(t));
     }
   }
   // identity.json goes too: the published shard keeps the identity in _mmirage.json.
   if (env->FileExists(JoinPath(dir, kIdentity))) MMIRAGE_TRY(env->RemoveFile(JoinPath(dir, kIdentity)));
   if (env->FileExists(JoinPath(dir, kJournal))) MMIRAGE_TRY(env->RemoveFile(JoinPath(dir, kJournal)));
-  return env->SyncDir(dir);
+  return durable ? env->SyncDir(dir) : Status::OK();
 }
 
 }  // namespace
@@ -267,13 +269,17 @@ Status ShardWriter::StartFresh() {
   MMIRAGE_ASSIGN_OR_RETURN(errors_, env_->NewWritableFile(JoinPath(work_dir_, "errors.jsonl")));
   MMIRAGE_TRY(errors_->Sync());
   if (!options_.identity.is_null()) {
-    MMIRAGE_TRY(WriteFileAtomically(env_, JoinPath(work_dir_, kIdentity), ToJson(options_.identity) + "\n"));
+    MMIRAGE_TRY(WriteFileAtomicallyUnsyncedDir(env_, JoinPath(work_dir_, kIdentity),
+                                               ToJson(options_.identity) + "\n"));
   }
+  // A fresh work dir is resumable (from row 0) at once. Its entries become durable with the directory syncs below,
+  // one per directory; a journal that outlives a crash without the files it names is a mismatch, and the shard
+  // restarts from scratch (Start).
+  MMIRAGE_TRY(WriteJournal(/*sync_dir=*/false));
   for (const auto& s : splits_)
     if (s.dir != work_dir_) MMIRAGE_TRY(env_->SyncDir(s.dir));
   MMIRAGE_TRY(env_->SyncDir(work_dir_));
-  MMIRAGE_TRY(env_->SyncDir(options_.output_dir));
-  return WriteJournal();  // a fresh work dir is resumable (from row 0) at once
+  return env_->SyncDir(options_.output_dir);
 }
 
 Status ShardWriter::Append(WritableFile* file, std::string* tail, uint64_t* bytes, std::string_view data) {
@@ -344,7 +350,7 @@ Status ShardWriter::AddWarningLine(std::string_view line) {
   return Append(errors_.get(), &errors_tail_, &errors_bytes_, l);
 }
 
-Status ShardWriter::WriteJournal() {
+Status ShardWriter::WriteJournal(bool sync_dir) {
   Value splits = Value::EmptyArray();
   for (const auto& s : splits_) {
     Value js = Value::EmptyObject();
@@ -364,10 +370,18 @@ Status ShardWriter::WriteJournal() {
   j.Set("usage_bytes", static_cast<int64_t>(usage_bytes_));
   j.Set("usage_check", TailCheck(usage_tail_));
   j.Set("rows_failed", rows_failed_);
-  return WriteFileAtomically(env_, JoinPath(work_dir_, kJournal), ToJson(j) + "\n");
+  const std::string path = JoinPath(work_dir_, kJournal);
+  return sync_dir ? WriteFileAtomically(env_, path, ToJson(j) + "\n")
+                  : WriteFileAtomicallyUnsyncedDir(env_, path, ToJson(j) + "\n");
 }
 
 Status ShardWriter::Commit() {
+  if (status_.ok()) status_ = CommitUnsyncedDir();
+  if (status_.ok()) status_ = env_->SyncDir(work_dir_);
+  return status_;
+}
+
+Status ShardWriter::CommitUnsyncedDir() {
   if (!status_.ok()) return status_;
   // Data first, journal last: the journal never points past bytes that are not on disk.
   for (auto& s : splits_) {
@@ -376,7 +390,7 @@ Status ShardWriter::Commit() {
   }
   status_ = errors_->Sync();
   if (status_.ok() && usage_) status_ = usage_->Sync();
-  if (status_.ok()) status_ = WriteJournal();
+  if (status_.ok()) status_ = WriteJournal(/*sync_dir=*/false);
   return status_;
 }
 
@@ -386,7 +400,9 @@ Status ShardWriter::Commit() {
 // A crash at any point leaves either a resumable work directory or a published shard (whose leftover journal
 // TidyPublished removes).
 Status ShardWriter::Finish() {
-  if (status_.ok()) status_ = Commit();
+  // The last commit's journal and the record below are made durable by one sync of the work directory (each
+  // directory sync is a disk cache flush); until then a crash resumes from the commit before.
+  if (status_.ok()) status_ = CommitUnsyncedDir();
   for (auto& s : splits_) {
     if (status_.ok()) status_ = s.file->Close();
   }
@@ -402,6 +418,7 @@ Status ShardWriter::Finish() {
       if (!written.ok()) {
         status_ = written.status().WithContext(s.name.empty() ? "converting the shard's rows"
                                                                : "converting split '" + s.name + "'");
+        (void)env_->SyncDir(work_dir_);  // the last commit stays resumable
         break;
       }
     }
@@ -412,16 +429,16 @@ Status ShardWriter::Finish() {
     rec.Set("rows_written", rows_written_);
     rec.Set("rows_failed", rows_failed_);
     if (!options_.identity.is_null()) rec.Set("identity", options_.identity);
-    status_ = WriteFileAtomically(env_, JoinPath(work_dir_, kRecord), ToJson(rec) + "\n");
+    status_ = WriteFileAtomicallyUnsyncedDir(env_, JoinPath(work_dir_, kRecord), ToJson(rec) + "\n");
   }
   if (status_.ok()) {
     for (const auto& s : splits_)
       if (status_.ok() && s.dir != work_dir_) status_ = env_->SyncDir(s.dir);
   }
-  if (status_.ok()) status_ = env_->SyncDir(work_dir_);
+  if (status_.ok()) status_ = env_->SyncDir(work_dir_);  // the journal, the record and every file: before publishing
   if (status_.ok()) status_ = Publish();
   // Published: the journal (and the journaled JSONL of hf/parquet) go from the published directory.
-  if (status_.ok()) status_ = RemoveJournal(env_, final_dir_);
+  if (status_.ok()) status_ = RemoveJournal(env_, final_dir_, /*durable=*/false);
   splits_.clear();
   errors_.reset();
   usage_.reset();

@@ -119,7 +119,10 @@ class ShardWriter {
   std::string JournalProblem(const Value& journal);
   Status StartFresh();
   Status Append(WritableFile* file, std::string* tail, uint64_t* bytes, std::string_view data);
-  Status WriteJournal();
+  // Replaces the journal durably; with sync_dir = false the caller syncs work_dir_ (Finish: with the record).
+  Status WriteJournal(bool sync_dir = true);
+  // Commit's data syncs and journal, the latter's directory sync left to the caller.
+  Status CommitUnsyncedDir();
   Status Publish();
 
   Env* env_;

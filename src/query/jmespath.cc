@@ -81,7 +81,20 @@ Result<Expression> Expression::Compile(std::string_view text) {
   program->text = std::string(text);
   program->root = std::move(root);
   program->is_path = CollectPath(*program->root, &program->path);
+  if (program->is_path) {
+    for (const internal::Node* step : program->path) {
+      JsonPathStep js;
+      js.is_index = step->type == internal::NodeType::kIndex;
+      if (js.is_index) js.index = step->index;
+      else js.key = step->name;
+      program->json_path.push_back(std::move(js));
+    }
+  }
   return Expression(std::move(program));
+}
+
+const JsonPath* Expression::FieldPath() const {
+  return program_ != nullptr && program_->is_path ? &program_->json_path : nullptr;
 }
 
 Result<Value> Expression::Evaluate(const Value& data) const {

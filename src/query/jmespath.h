@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "data/json.h"
 #include "data/value.h"
 #include "util/status.h"
 
@@ -45,6 +46,11 @@ class Expression {
 
   // The source text given to Compile ("" for the empty expression).
   const std::string& text() const;
+
+  // When the expression is a chain of field and index lookups (`a.b[0].c`): its steps, valid while the expression
+  // lives, for readers that walk JSON text without building the row (data/json.h ParseJsonPaths gives the result
+  // Evaluate would give on the parsed row). nullptr otherwise.
+  const JsonPath* FieldPath() const;
 
  private:
   explicit Expression(std::shared_ptr<const internal::Program> program) : program_(std::move(program)) {}

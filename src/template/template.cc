@@ -36,15 +36,19 @@ Result<Template> Template::Parse(std::string_view source) {
 }
 
 Result<std::string> Template::Render(const Value& vars) const {
+  std::string out;
+  out.reserve(256);
+  MMIRAGE_TRY(RenderTo(vars, &out));
+  return out;
+}
+
+Status Template::RenderTo(const Value& vars, std::string* out) const {
   static const Value kEmpty = Value::EmptyObject();
   // Last line of defence: every data error is a Status; an allocation failure on hostile data (std::bad_alloc,
   // std::length_error) must still fail the row, never the process.
   try {
     internal::Renderer r(vars.is_object() ? vars : kEmpty);
-    std::string out;
-    out.reserve(256);
-    MMIRAGE_TRY(r.Exec(program_->body, &out));
-    return out;
+    return r.Exec(program_->body, out);
   } catch (const std::exception& e) {
     return Status::InvalidArgument(std::string("render failed: ") + e.what());
   }

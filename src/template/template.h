@@ -50,6 +50,9 @@ class Template {
   // Renders with `vars` (an object: name -> value; missing names are undefined; a non-object is treated as
   // an empty context). Errors: Status::InvalidArgument "line 2: 'dict object' has no attribute 'x'"-style.
   Result<std::string> Render(const Value& vars) const;
+  // The same, appending the text to *out (a caller's reused buffer saves an allocation per render); the size
+  // limit applies to the whole of *out. On error *out holds what was rendered before it.
+  Status RenderTo(const Value& vars, std::string* out) const;
 
   // Names the template reads from its context without setting them itself
   // (jinja2.meta.find_undeclared_variables), sorted, without Jinja's globals (range, dict, namespace...).

@@ -41,21 +41,33 @@ Result<uint64_t> Env::GetFileModificationMicros(const std::string& path) {
   return Status::Unavailable(path + ": modification time not available");
 }
 
-Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents, bool durable) {
+namespace {
+
+Status ReplaceFile(Env* env, const std::string& path, std::string_view contents, bool sync_file, bool sync_dir) {
   const std::string tmp = path + ".tmp." + ProcessNonce() + "." + std::to_string(++temp_counter);
   Status s;
   {
     auto file = env->NewWritableFile(tmp);
     if (!file.ok()) return file.status();
     s = (*file)->Append(contents);
-    if (s.ok()) s = durable ? (*file)->Sync() : (*file)->Flush();
+    if (s.ok()) s = sync_file ? (*file)->Sync() : (*file)->Flush();
     Status c = (*file)->Close();
     if (s.ok()) s = c;
   }
   if (s.ok()) s = env->RenameFile(tmp, path);
-  if (s.ok() && durable) s = env->SyncDir(Dirname(path));
+  if (s.ok() && sync_dir) s = env->SyncDir(Dirname(path));
   if (!s.ok()) (void)env->RemoveFile(tmp);
   return s;
+}
+
+}  // namespace
+
+Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents, bool durable) {
+  return ReplaceFile(env, path, contents, durable, durable);
+}
+
+Status WriteFileAtomicallyUnsyncedDir(Env* env, const std::string& path, std::string_view contents) {
+  return ReplaceFile(env, path, contents, /*sync_file=*/true, /*sync_dir=*/false);
 }
 
 namespace {

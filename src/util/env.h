@@ -100,6 +100,9 @@ class Env {
 // durable = false skips both syncs (still atomic, not durable): for advisory files (heartbeat, progress) that are
 // rewritten every few seconds and must not cost an fsync each on a shared file system.
 Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents, bool durable = true);
+// WriteFileAtomically(durable = true) without its last step: the temp is synced and renamed over path, and the
+// replacement is durable once the caller syncs Dirname(path) — one SyncDir for several files of one directory.
+Status WriteFileAtomicallyUnsyncedDir(Env* env, const std::string& path, std::string_view contents);
 
 // Removes from `dir` the temps WriteFileAtomically leaves behind when a process dies between create and rename
 // (`<name>.tmp.<12 hex digits>.<n>`) that were last modified more than `min_age_us` ago (a live writer's temp exists

@@ -31,6 +31,11 @@ B="$TMP/unpacked/$TOP"
 for f in bin/mmirage bin/llama-server share/mmirage/custom_worker.py share/mmirage/examples/quickstart/restructure.yaml; do
   [ -e "$B/$f" ] || fail "bundle lacks $f"
 done
+# Every shared module of the build (libmmirage_*.so, loaded on first use) travels in lib/.
+for m in "$BUILD"/lib/libmmirage_*.so; do
+  [ -f "$m" ] || continue
+  [ -f "$B/lib/$(basename "$m")" ] || fail "bundle lacks lib/$(basename "$m")"
+done
 rm -rf "$TMP/stage"   # the bundle must not lean on where it was staged
 
 # 1. ldd: every non-glibc library resolves inside the bundle.
@@ -81,6 +86,19 @@ done
 rows="$(sed -n 's/.*Merged dataset .* rows=\([0-9]*\).*/\1/p' "$TMP/run-bundle/log" | head -1)"
 [ -n "$rows" ] && ((rows > 0)) || fail "the bundle's restructure run merged no rows: $(tail -1 "$TMP/run-bundle/log")"
 echo "bundle_test: restructure.yaml from the bundle: $rows rows, identical to the build's"
+# Without its Arrow module, the same run fails with one line that names the module (and no crash).
+if [ -f "$B/lib/libmmirage_arrow.so" ]; then
+  mv "$B/lib/libmmirage_arrow.so" "$TMP/arrow-module.so"
+  rm -rf "$TMP/run-nomodule"; mkdir -p "$TMP/run-nomodule"; cp -r "$B/share/mmirage/examples" "$TMP/run-nomodule/examples"
+  rc=0
+  (cd "$TMP/run-nomodule" && env -i PATH=/usr/bin:/bin HOME="$TMP/run-nomodule" "$B/bin/mmirage" run \
+     --config examples/quickstart/restructure.yaml --progress none >log 2>&1) || rc=$?
+  mv "$TMP/arrow-module.so" "$B/lib/libmmirage_arrow.so"
+  ((rc != 0 && rc < 128)) || fail "a run without lib/libmmirage_arrow.so exited with $rc (expected a plain failure)"
+  grep -q 'cannot load libmmirage_arrow.so (Arrow/Parquet support' "$TMP/run-nomodule/log" \
+    || fail "a run without lib/libmmirage_arrow.so did not say so: $(tail -2 "$TMP/run-nomodule/log")"
+  echo "bundle_test: without lib/libmmirage_arrow.so: exit $rc, $(grep -m1 -o 'cannot load libmmirage_arrow.so[^:]*' "$TMP/run-nomodule/log")"
+fi
 
 # 3. The embedded engine from the bundle (llama.cpp's shared build: backends are loaded from the bundle's lib/).
 if grep -q '^MMIRAGE_LLAMA_MODE:STRING=prebuilt' "$BUILD/CMakeCache.txt" && [ -x "$BUILD/mmirage-make-test-model" ]; then

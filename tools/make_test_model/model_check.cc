@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "engine/llama_backends.h"
+#include "engine/llama/llama_backends.h"
 #include "util/dl.h"
 #endif
 

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "data/json.h"
 #include "data/value.h"
 #include "util/status.h"
 
@@ -69,6 +70,7 @@ struct Program {
   // order (kField / kIndex nodes of `root`); Evaluate then walks pointers without the interpreter.
   bool is_path = false;
   std::vector<const Node*> path;
+  JsonPath json_path;  // the same steps, for readers that walk JSON text (Expression::FieldPath)
 };
 
 // 1-based column, in code points, of byte `offset` of `text`.

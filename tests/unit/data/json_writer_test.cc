@@ -148,5 +148,23 @@ TEST(Utf8DecoderTest, DecodesAndReplacesLikePython) {
   EXPECT_EQ(Utf8CharStart(t, 1), 1u);
 }
 
+TEST(Utf8DecoderTest, CountCodePointsAgreesWithTheDecoderAcrossAsciiRuns) {
+  // ASCII runs are counted eight bytes at a time: every alignment of multi-byte and ill-formed sequences between
+  // runs of every length must count what the decoder finds.
+  const std::string pieces[] = {"\xc3\xa9", "\xf0\x9f\x98\x80", "\xff", "\xe2\x82", "\xed\xa0\x80"};
+  for (size_t run = 0; run < 20; ++run) {
+    for (const std::string& p : pieces) {
+      for (size_t lead = 0; lead < 9; ++lead) {
+        std::string s = std::string(lead, 'a') + p + std::string(run, 'b') + p + std::string(run % 9, 'c');
+        size_t decoded = 0;
+        for (size_t i = 0; i < s.size(); ++decoded) (void)DecodeUtf8(s, &i);
+        EXPECT_EQ(CountCodePoints(s), decoded) << "run " << run << ", lead " << lead;
+      }
+    }
+  }
+  EXPECT_EQ(CountCodePoints(std::string(1000, 'x')), 1000u);
+  EXPECT_EQ(CountCodePoints(""), 0u);
+}
+
 }  // namespace
 }  // namespace mmirage

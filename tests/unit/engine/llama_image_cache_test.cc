@@ -1,5 +1,5 @@
 // The image-encode cache of the llama engine (engine/llama_image_cache.h): LRU within a byte budget.
-#include "engine/llama_image_cache.h"
+#include "engine/llama/llama_image_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Stop-string search of the llama engine's slots (a pure function).
-#include "engine/llama_slot.h"
+#include "engine/llama/llama_slot.h"
 
 #include <gtest/gtest.h>
 

@@ -65,6 +65,53 @@ TEST(RowTransformTest, DirectJsonRenderingEqualsTheValuePath) {
   EXPECT_EQ(out, "keep");
 }
 
+// A JSONL row whose columns are dropped is read straight from its text (ExtractFromJson): every row, good or bad,
+// must give what parsing it whole and extracting gives — variables, output line and error.
+TEST(RowTransformTest, ExtractFromJsonEqualsParsingTheWholeRow) {
+  auto c = MakeConfig(
+      "  inputs: [{name: q, key: q}, {name: t, key: 'a[0].t'}, {name: last, key: 'a[-1].t', optional: true},"
+      " {name: lang, key: meta.lang, default: en}, {name: tags, key: meta.tags, optional: true},"
+      " {name: at, key: '@', optional: true}, {name: sp, key: '\"sp ace\"', optional: true}]\n"
+      "  outputs: []\n  remove_columns: true\n"
+      "  output_schema: {q: '{{ q }}', n: '{{ q | length }}-{{ lang }}', t: '{{ t }}', last: '{{ last }}',"
+      " tags: '{{ tags }}', sp: '{{ sp }}', at: '{{ at | length }}'}\n");
+  RowTransform t(&c, Env::Default(), "");
+  ASSERT_TRUE(t.ExtractsFromJson());
+  const std::string rows[] = {
+      R"({"q": "héllo", "a": [{"t": 1}, {"t": [2, {"x": null}]}], "meta": {"lang": "fr", "tags": ["g", 1.5]}})",
+      R"({"q": "dup", "q": "last wins", "a": [{"t": "x", "t": "y"}], "meta": {"lang": null}, "sp ace": 3})",
+      R"({"q": "no index", "a": {"0": {"t": 1}}, "meta": []})",   // a is not an array: a[0].t is missing
+      R"({"q": "short", "a": [], "meta": {"tags": null}})",          // a[0] out of range
+      R"({"a": [{"t": 1}]})",                                          // q missing: an extract error
+      R"(["not", "an", "object"])", R"("text")", "3", "null", "{bad json", R"({"q": "ÿ"})", "",
+  };
+  for (const std::string& text : rows) {
+    ProcessedBatch whole, fast;
+    auto parsed = ParseJson(text);
+    if (!parsed.ok()) {
+      whole.failures.push_back({0, "f:1", RowError{Stage::kRead, parsed.status().message()}});
+    } else {
+      ProcessRowValue(t, 0, "f", 1, *parsed, &whole);
+    }
+    ProcessRow(t, 0, "f", 1, text, &fast);
+    EXPECT_EQ(fast.lines, whole.lines) << text;
+    EXPECT_EQ(fast.rows, whole.rows) << text;
+    ASSERT_EQ(fast.failures.size(), whole.failures.size()) << text;
+    for (size_t i = 0; i < fast.failures.size(); ++i) {
+      EXPECT_EQ(fast.failures[i].error.stage, whole.failures[i].error.stage) << text;
+      EXPECT_EQ(fast.failures[i].error.message, whole.failures[i].error.message) << text;
+      EXPECT_EQ(fast.failures[i].source, whole.failures[i].source) << text;
+    }
+  }
+  // Not read from the text: a key that is more than a path, an image input, or columns kept.
+  for (const char* p : {"  inputs: [{name: q, key: 'length(q)'}]\n  remove_columns: true\n",
+                        "  inputs: [{name: q, key: q, type: image}]\n  remove_columns: true\n",
+                        "  inputs: [{name: q, key: q}]\n  remove_columns: false\n"}) {
+    auto other = MakeConfig(std::string(p) + "  outputs: []\n  output_schema: {q: '{{ q }}'}\n");
+    EXPECT_FALSE(RowTransform(&other, Env::Default(), "").ExtractsFromJson()) << p;
+  }
+}
+
 TEST(RowTransformTest, MissingRequiredInputIsAnExtractError) {
   auto c = MakeConfig("  inputs: [{name: q, key: a.b}]\n  outputs: []\n  output_schema: {q: '{{ q }}'}\n");
   RowTransform t(&c, Env::Default(), "");

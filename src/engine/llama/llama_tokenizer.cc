@@ -6,7 +6,8 @@
 
 #include "chat.h"
 #include "common.h"
-#include "engine/llama_chat.h"
+#include "engine/llama/llama_chat.h"
+#include "engine/llama/llama_module_impl.h"
 #include "jinja/runtime.h"
 #include "llama.h"
 #include "util/env.h"
@@ -38,8 +39,8 @@ class LlamaTokenizer final : public PromptTokenizer {
 
 }  // namespace
 
-Result<std::unique_ptr<PromptTokenizer>> CreateLlamaTokenizer(const std::string& model_path,
-                                                              const std::string& chat_template_file) {
+Result<std::unique_ptr<PromptTokenizer>> llama_module::CreateTokenizer(const std::string& model_path,
+                                                                       const std::string& chat_template_file) {
   Env* env = Env::Default();
   if (!env->FileExists(model_path)) return Status::NotFound("model file '" + model_path + "' does not exist");
   static std::once_flag once;

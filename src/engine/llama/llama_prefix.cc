@@ -8,7 +8,7 @@
 // unified KV cache a copy only tags the same cells with one more sequence id, so dropping the prefix sequence
 // never disturbs them.
 
-#include "engine/llama_prefix.h"
+#include "engine/llama/llama_prefix.h"
 
 #include <algorithm>
 

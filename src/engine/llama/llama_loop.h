@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "engine/llama_image_cache.h"
-#include "engine/llama_prefix.h"
-#include "engine/llama_request.h"
-#include "engine/llama_slot.h"
+#include "engine/llama/llama_image_cache.h"
+#include "engine/llama/llama_prefix.h"
+#include "engine/llama/llama_request.h"
+#include "engine/llama/llama_slot.h"
 
 namespace mmirage::engine {
 

@@ -14,10 +14,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "data/arrow_util.h"
+#include "data/arrow/arrow_impl.h"
+#include "data/arrow/arrow_util.h"
 #include "data/dataset.h"
 #include "data/json.h"
-#include "util/path_safety.h"
 
 namespace mmirage {
 namespace {
@@ -394,68 +394,17 @@ Status CheckStreamEnd(const std::string& path, arrow::io::RandomAccessFile* f) {
   return Status::OK();
 }
 
-std::string ListedFile(const Value& entry) {
-  const Value* f = entry.Find("filename");
-  return f != nullptr && f->is_string() ? f->as_string() : "";
-}
-
-Result<DatasetPart> ResolveHfDatasetDir(Env* env, const std::string& dir, const std::string& split) {
-  std::string state_path = JoinPath(dir, "state.json");
-  if (!env->IsRegularFile(state_path)) {
-    return Status::InvalidArgument(dir + " is not an HF save_to_disk dataset directory (no state.json or "
-                                   "dataset_dict.json)");
-  }
-  MMIRAGE_ASSIGN_OR_RETURN(std::string text, env->ReadFileToString(state_path));
-  auto state = ParseJson(text);
-  if (!state.ok()) return Status::Corruption(state_path + ": " + state.status().message());
-  const Value* files = state->Find("_data_files");
-  if (files == nullptr || !files->is_array() || files->size() == 0)
-    return Status::Corruption(state_path + ": expected a non-empty \"_data_files\" list");
-  DatasetPart part;
-  part.split = split;
-  part.format = DataFormat::kArrowStream;
-  for (const auto& f : files->as_array()) {
-    std::string name = ListedFile(f);
-    if (std::string why = UnsafePathComponent(name); !why.empty())
-      return Status::Corruption(state_path + ": bad \"_data_files\" entry " + ToJson(f) + " (" + why + ")");
-    std::string path = JoinPath(dir, name);
-    if (!env->IsRegularFile(path)) return Status::NotFound(state_path + " lists " + name + ", which does not exist");
-    part.files.push_back(std::move(path));
-  }
-  return part;
-}
-
 }  // namespace
 
-Result<std::vector<DatasetPart>> ResolveHfDataset(Env* env, const std::string& dir) {
-  if (!env->FileExists(dir)) return Status::NotFound("dataset directory not found: " + dir);
-  if (!env->IsDirectory(dir))
-    return Status::InvalidArgument(dir + " is not an HF save_to_disk dataset directory (not a directory)");
-  std::vector<DatasetPart> parts;
-  std::string dd_path = JoinPath(dir, "dataset_dict.json");
-  if (env->IsRegularFile(dd_path)) {
-    MMIRAGE_ASSIGN_OR_RETURN(std::string text, env->ReadFileToString(dd_path));
-    auto dd = ParseJson(text);
-    const Value* splits = dd.ok() ? dd->Find("splits") : nullptr;
-    if (splits == nullptr || !splits->is_array() || splits->size() == 0)
-      return Status::Corruption(dd_path + ": expected {\"splits\": [names...]}");
-    for (const auto& s : splits->as_array()) {
-      std::string why = s.is_string() ? UnsafePathComponent(s.as_string()) : "is not a string";
-      if (!why.empty())  // a split name is a folder of this directory: it must not lead out of it
-        return Status::Corruption(dd_path + ": bad split name " + ToJson(s) + " (" + why + ")");
-      MMIRAGE_ASSIGN_OR_RETURN(auto part, ResolveHfDatasetDir(env, JoinPath(dir, s.as_string()), s.as_string()));
-      parts.push_back(std::move(part));
-    }
-    return parts;
-  }
-  MMIRAGE_ASSIGN_OR_RETURN(auto part, ResolveHfDatasetDir(env, dir, ""));
-  parts.push_back(std::move(part));
-  return parts;
-}
+namespace arrow_module {
 
 // ---- reading ----------------------------------------------------------------------------------------------------
 
-struct ArrowRowSource::Impl {
+// Rows [range.begin, range.end) of a part, one record batch (chunk) decoded at a time.
+class ArrowPartReader final : public RowReader {
+ public:
+  ArrowPartReader(const DatasetPart& p, const RowRange& range) : part(p), begin(range.begin), end(range.end) {}
+
   DatasetPart part;
   uint64_t begin = 0, end = 0;
   size_t file_index = 0;
@@ -593,32 +542,27 @@ struct ArrowRowSource::Impl {
     }
     return false;
   }
+
+  Result<bool> Next(Value* row, size_t* out_file_index, uint64_t* row_in_file, uint64_t* index) override {
+    while (pos >= rows.size()) {
+      MMIRAGE_ASSIGN_OR_RETURN(bool chunk, DecodeChunk());
+      if (chunk) continue;
+      MMIRAGE_ASSIGN_OR_RETURN(bool more, LoadBatch());
+      if (!more) return false;
+    }
+    *index = rows_first + pos;
+    *out_file_index = file_index;
+    *row_in_file = *index - file_start;
+    *row = std::move(rows[pos++]);
+    return true;
+  }
 };
 
-ArrowRowSource::ArrowRowSource(const DatasetPart& part, const RowRange& range) : impl_(std::make_unique<Impl>()) {
-  impl_->part = part;
-  impl_->begin = range.begin;
-  impl_->end = range.end;
+std::unique_ptr<RowReader> OpenRows(const DatasetPart& part, const RowRange& range) {
+  return std::make_unique<ArrowPartReader>(part, range);
 }
 
-ArrowRowSource::~ArrowRowSource() = default;
-
-Result<bool> ArrowRowSource::Next(Value* row, size_t* file_index, uint64_t* row_in_file, uint64_t* index) {
-  Impl& m = *impl_;
-  while (m.pos >= m.rows.size()) {
-    MMIRAGE_ASSIGN_OR_RETURN(bool chunk, m.DecodeChunk());
-    if (chunk) continue;
-    MMIRAGE_ASSIGN_OR_RETURN(bool more, m.LoadBatch());
-    if (!more) return false;
-  }
-  *index = m.rows_first + m.pos;
-  *file_index = m.file_index;
-  *row_in_file = *index - m.file_start;
-  *row = std::move(m.rows[m.pos++]);
-  return true;
-}
-
-Result<uint64_t> CountArrowRows(const DatasetPart& part) {
+Result<uint64_t> CountRows(const DatasetPart& part) {
   uint64_t total = 0;
   for (const auto& path : part.files) {
     auto in = arrow::io::ReadableFile::Open(path);
@@ -644,4 +588,5 @@ Result<uint64_t> CountArrowRows(const DatasetPart& part) {
   return total;
 }
 
+}  // namespace arrow_module
 }  // namespace mmirage

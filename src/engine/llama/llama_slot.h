@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/llama_request.h"
+#include "engine/llama/llama_request.h"
 
 namespace mmirage::engine {
 

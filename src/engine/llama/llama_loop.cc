@@ -12,7 +12,7 @@
 // prefix, then halves the batch; a single token that still does not fit, or a decode error, finishes only the
 // requests whose tokens were in the failing part with kError.
 
-#include "engine/llama_loop.h"
+#include "engine/llama/llama_loop.h"
 
 #include <cmath>
 

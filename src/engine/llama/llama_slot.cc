@@ -1,4 +1,4 @@
-#include "engine/llama_slot.h"
+#include "engine/llama/llama_slot.h"
 
 #include <algorithm>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "engine/llama_chat.h"
+#include "engine/llama/llama_chat.h"
 
 #include <stdexcept>
 

@@ -40,9 +40,10 @@
 #include "chat.h"
 #include "common.h"
 #include "data/json.h"
-#include "engine/llama_backends.h"
-#include "engine/llama_loop.h"
-#include "engine/llama_request.h"
+#include "engine/llama/llama_backends.h"
+#include "engine/llama/llama_loop.h"
+#include "engine/llama/llama_module_impl.h"
+#include "engine/llama/llama_request.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "jinja/runtime.h"
@@ -52,7 +53,7 @@
 #include "mtmd-helper.h"
 #include "mtmd.h"
 #include "sampling.h"
-#include "engine/llama_chat.h"
+#include "engine/llama/llama_chat.h"
 #include "util/cpu_load.h"
 #include "util/dl.h"
 #include "util/env.h"
@@ -551,7 +552,9 @@ int DefaultThreads(Env* env, const CpuSample& before) {
 
 }  // namespace
 
-Result<std::unique_ptr<Engine>> CreateLlamaEngine(const LlamaEngineOptions& options) {
+namespace llama_module {
+
+Result<std::unique_ptr<Engine>> CreateEngine(const LlamaEngineOptions& options) {
   Env* env = options.env != nullptr ? options.env : Env::Default();
   InitBackendOnce();
   const uint64_t start_us = env->MonotonicMicros();
@@ -570,9 +573,10 @@ Result<std::unique_ptr<Engine>> CreateLlamaEngine(const LlamaEngineOptions& opti
                                                  loaded.n_gpus));
 }
 
-EngineCounters GetEngineCounters(const Engine& engine) {
+EngineCounters CountersOf(const Engine& engine) {
   if (const auto* llama = dynamic_cast<const LlamaEngine*>(&engine)) return llama->counters();
   return EngineCounters{};
 }
 
+}  // namespace llama_module
 }  // namespace mmirage::engine

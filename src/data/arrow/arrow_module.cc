@@ -1,0 +1,9 @@
+// The entry point of libmmirage_arrow.so (data/arrow_module.h).
+#include "data/arrow/arrow_impl.h"
+
+extern "C" __attribute__((visibility("default"))) const mmirage::arrow_module::Api* mmirage_arrow_module_v1() {
+  namespace am = mmirage::arrow_module;
+  static const am::Api api = {am::kAbi, MMIRAGE_VERSION, am::OpenRows, am::CountRows, am::WriteOutput,
+                              am::InferFeatures};
+  return &api;
+}

@@ -1,0 +1,81 @@
+// The Arrow functions of data/arrow_reader.h and data/hf_writer.h, forwarded to the Arrow module
+// (data/arrow_module.h), which is loaded the first time one of them runs.
+#include "data/arrow_module.h"
+
+#include <cstring>
+#include <mutex>
+
+#include "data/arrow_reader.h"
+#include "data/dataset.h"
+#include "util/module.h"
+
+namespace mmirage {
+namespace arrow_module {
+
+Result<const Api*> LoadArrowModule() {
+  static Result<const Api*> api = Status::Internal("not loaded");
+  static std::once_flag once;
+  std::call_once(once, [] {
+#ifdef MMIRAGE_ARROW_MODULE_LINKED
+    api = mmirage_arrow_module_v1();
+#else
+    const char* kFile = "libmmirage_arrow.so";
+    const char* kPurpose = "Arrow/Parquet support: HF datasets and Parquet files";
+    Result<void*> module = LoadModule(kFile, kPurpose);
+    if (!module.ok()) {
+      api = module.status();
+      return;
+    }
+    using Entry = const Api* (*)();
+    auto entry = reinterpret_cast<Entry>(ModuleSymbol(*module, "mmirage_arrow_module_v1"));
+    const Api* a = entry != nullptr ? entry() : nullptr;
+    if (a == nullptr || a->abi != kAbi || std::strcmp(a->version, MMIRAGE_VERSION) != 0) {
+      api = Status::NotFound(std::string("cannot load ") + kFile + " (" + kPurpose + "): it belongs to another " +
+                             "build of mmirage (reinstall mmirage)");
+      return;
+    }
+    api = a;
+#endif
+  });
+  return api;
+}
+
+}  // namespace arrow_module
+
+struct ArrowRowSource::Impl {
+  std::unique_ptr<arrow_module::RowReader> reader;
+  Status error;  // the module could not be loaded
+};
+
+ArrowRowSource::ArrowRowSource(const DatasetPart& part, const RowRange& range) : impl_(std::make_unique<Impl>()) {
+  Result<const arrow_module::Api*> api = arrow_module::LoadArrowModule();
+  if (api.ok()) {
+    impl_->reader = (*api)->open_rows(part, range);
+  } else {
+    impl_->error = api.status();
+  }
+}
+
+ArrowRowSource::~ArrowRowSource() = default;
+
+Result<bool> ArrowRowSource::Next(Value* row, size_t* file_index, uint64_t* row_in_file, uint64_t* index) {
+  if (!impl_->error.ok()) return impl_->error;
+  return impl_->reader->Next(row, file_index, row_in_file, index);
+}
+
+Result<uint64_t> CountArrowRows(const DatasetPart& part) {
+  MMIRAGE_ASSIGN_OR_RETURN(const arrow_module::Api* api, arrow_module::LoadArrowModule());
+  return api->count_rows(part);
+}
+
+Result<int64_t> WriteArrowOutput(Env* env, RowSource* rows, const std::string& dir, OutputFormat format) {
+  MMIRAGE_ASSIGN_OR_RETURN(const arrow_module::Api* api, arrow_module::LoadArrowModule());
+  return api->write_output(env, rows, dir, format);
+}
+
+Result<Value> InferFeatures(RowSource* rows) {
+  MMIRAGE_ASSIGN_OR_RETURN(const arrow_module::Api* api, arrow_module::LoadArrowModule());
+  return api->infer_features(rows);
+}
+
+}  // namespace mmirage
