@@ -24,7 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string cmd = "rm -rf '" + out + "' && mkdir -p '" + out + "/shard_3.tmp.partial'";
   if (std::system(cmd.c_str()) != 0) return 0;
   const std::string work = out + "/shard_3.tmp.partial";
-  auto size_of = [&](size_t i) { return i < sizes.size() ? static_cast<size_t>(static_cast<uint8_t>(sizes[i])) * 7 : 0; };
+  auto size_of = [&](size_t i) {
+    return i < sizes.size() ? static_cast<size_t>(static_cast<uint8_t>(sizes[i])) * 7 : 0;
+  };
   WriteFile(work + "/data.jsonl", std::string(size_of(0), 'd'));
   WriteFile(work + "/errors.jsonl", std::string(size_of(1), 'e'));
   WriteFile(work + "/usage.jsonl", std::string(size_of(2), 'u'));

@@ -33,7 +33,8 @@ class Rows : public mmirage::RowSource {
 // Rows as JSON lines (journal form: "\u0000b64:..." strings are bytes).
 const std::vector<std::vector<const char*>> kDatasets = {
     {R"({"id": 1, "text": "hello", "score": 0.5, "ok": true})",
-     R"({"id": 2, "text": "wörld", "score": null, "ok": false})", R"({"id": null, "text": "", "score": -1e300, "ok": null})"},
+     R"({"id": 2, "text": "wörld", "score": null, "ok": false})",
+     R"({"id": null, "text": "", "score": -1e300, "ok": null})"},
     {R"({"tags": ["a", "b"], "meta": {"lang": "en", "n": 3}, "pairs": [{"k": "x", "v": 1}]})",
      R"({"tags": [], "meta": {"lang": null, "n": 4, "extra": [1.5, 2]}, "pairs": []})",
      R"({"tags": null, "meta": null, "pairs": [{"k": "y", "v": null}, {"k": "z", "v": 7}]})"},

@@ -29,8 +29,10 @@ if ! sinfo -h -o %t >/dev/null 2>&1; then
     echo "[test] tests/slurm/start_slurm.sh failed: SlurmTest.* will fail" >&2
   fi
 fi
-cd "$ROOT/build"
 rc=0
+# Formatting: every C++ file as .clang-format says (scripts/format.sh formats them; a narrowed run skips the check).
+if (($# == 0)); then "$ROOT/scripts/format.sh" --check || rc=1; fi
+cd "$ROOT/build"
 ctest --output-on-failure --timeout 900 -j "${MMIRAGE_TEST_JOBS:-2}" "$@" || rc=$?
 # Sanitizers and fuzzers, in CI and with --all: the unit tests built and run under ASan+UBSan (scripts/sanitize.sh,
 # build-asan/) and a 30 s smoke of every fuzzer on its seed corpus (scripts/fuzz.sh, build-fuzz/); any report fails

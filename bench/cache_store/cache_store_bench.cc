@@ -25,9 +25,7 @@ using namespace mmirage;
 
 namespace {
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::string Key(int w, int i) {
   cache::Hasher h;
@@ -35,7 +33,9 @@ std::string Key(int w, int i) {
   return h.Finish();
 }
 
-std::string Text(int w, int i) { return "completion " + std::to_string(w) + "/" + std::to_string(i) + std::string(400, 'x'); }
+std::string Text(int w, int i) {
+  return "completion " + std::to_string(w) + "/" + std::to_string(i) + std::string(400, 'x');
+}
 
 int OursWriter(const std::string& dir, int w, int entries) {
   cache::CacheOptions o;
@@ -128,8 +128,8 @@ int main(int argc, char** argv) {
   std::string shared = dir + "/shared/cache.sqlite";
   sqlite3* db = nullptr;
   sqlite3_open(shared.c_str(), &db);
-  sqlite3_exec(db, "PRAGMA journal_mode=WAL; CREATE TABLE gen(key BLOB PRIMARY KEY, text BLOB) WITHOUT ROWID;",
-               nullptr, nullptr, nullptr);
+  sqlite3_exec(db, "PRAGMA journal_mode=WAL; CREATE TABLE gen(key BLOB PRIMARY KEY, text BLOB) WITHOUT ROWID;", nullptr,
+               nullptr, nullptr);
   sqlite3_close(db);
   double w_shared = RunWriters(writers, [&](int w) { return SharedWriter(shared, w, entries); });
   t0 = Now();

@@ -18,9 +18,7 @@
 
 namespace {
 
-std::string UnquoteJsonString(const std::string& line) {
-  return common_json::parse(line).get<std::string>();
-}
+std::string UnquoteJsonString(const std::string& line) { return common_json::parse(line).get<std::string>(); }
 
 }  // namespace
 

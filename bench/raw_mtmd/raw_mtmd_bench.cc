@@ -137,10 +137,11 @@ int main(int argc, char** argv) {
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("{\"requests\": %zu, \"images_encoded\": %lld, \"output_tokens\": %lld, \"seconds\": %.3f, "
-              "\"images_per_s\": %.2f, \"output_tok_per_s\": %.1f}\n",
-              reqs.size(), static_cast<long long>(encoded), static_cast<long long>(generated), secs,
-              static_cast<double>(reqs.size()) / secs, static_cast<double>(generated) / secs);
+  std::printf(
+      "{\"requests\": %zu, \"images_encoded\": %lld, \"output_tokens\": %lld, \"seconds\": %.3f, "
+      "\"images_per_s\": %.2f, \"output_tok_per_s\": %.1f}\n",
+      reqs.size(), static_cast<long long>(encoded), static_cast<long long>(generated), secs,
+      static_cast<double>(reqs.size()) / secs, static_cast<double>(generated) / secs);
   llama_batch_free(batch);
   mtmd_free(mctx);
   llama_free(ctx);

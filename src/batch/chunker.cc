@@ -6,8 +6,7 @@ namespace mmirage::batch {
 
 bool BatchAccumulator::Complete(const RequestChunk& c) const {
   if (c.has_oversized_request || c.total_bytes >= limits_.max_chunk_bytes) return true;
-  return limits_.max_requests_per_chunk &&
-         static_cast<int64_t>(c.requests.size()) >= *limits_.max_requests_per_chunk;
+  return limits_.max_requests_per_chunk && static_cast<int64_t>(c.requests.size()) >= *limits_.max_requests_per_chunk;
 }
 
 void BatchAccumulator::Close() {

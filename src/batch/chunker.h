@@ -24,7 +24,7 @@ struct ChunkLimits {
 
 // A request waiting for its chunk: its serialised line and whatever the caller needs to map it back.
 struct PendingRequest {
-  std::string line;      // compact JSON, no newline; its size is the request's size
+  std::string line;       // compact JSON, no newline; its size is the request's size
   std::string custom_id;  // as sent
   int64_t tag = 0;        // caller's index (e.g. into its row table)
 };

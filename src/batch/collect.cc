@@ -39,8 +39,9 @@ bool ApplyAnswers(const BatchShardContext& ctx, RowCtx& c, int64_t stage, pipeli
     if (it == ctx.answers.end()) {
       auto e = ctx.ended.find(id);
       if (ok) {
-        *err = pipeline::RowError{pipeline::Stage::kGenerate, "output '" + outs[i].name + "': " +
-                                              (e != ctx.ended.end() ? e->second : "no result from the provider")};
+        *err = pipeline::RowError{
+            pipeline::Stage::kGenerate,
+            "output '" + outs[i].name + "': " + (e != ctx.ended.end() ? e->second : "no result from the provider")};
         if (missing && e == ctx.ended.end()) *missing = static_cast<int64_t>(i);
       }
       ok = false;

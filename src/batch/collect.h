@@ -36,8 +36,8 @@ struct AnswerTally {
 // usable answer. Every answered output is counted into *tally (optional), also after a failure (it was billed).
 // *missing (optional): index of the first failed output when it has no answer at all (never submitted: its
 // prompt failed to render).
-bool ApplyAnswers(const BatchShardContext& ctx, RowCtx& c, int64_t stage, pipeline::RowError* err, AnswerTally* tally = nullptr,
-                  int64_t* missing = nullptr);
+bool ApplyAnswers(const BatchShardContext& ctx, RowCtx& c, int64_t stage, pipeline::RowError* err,
+                  AnswerTally* tally = nullptr, int64_t* missing = nullptr);
 
 // The `batch` object of status.json for a shard left submitted.
 Value BatchInfo(const BatchShardContext& ctx, const BatchShardReport& r);

@@ -23,19 +23,24 @@ namespace mmirage::batch {
 
 struct BatchShardContext {
   explicit BatchShardContext(const BatchShardOptions& o)
-      : options(o), env(o.env), config(*o.config), state(o.env, o.config->loading.state_dir, o.shard_id),
-        proc(o.config->FindProcessor("batch_api")), stages(OutputStages(*o.config)), run_id(RandomRunId()) {}
+      : options(o),
+        env(o.env),
+        config(*o.config),
+        state(o.env, o.config->loading.state_dir, o.shard_id),
+        proc(o.config->FindProcessor("batch_api")),
+        stages(OutputStages(*o.config)),
+        run_id(RandomRunId()) {}
 
   const BatchShardOptions& options;
   Env* env;
   const config::Config& config;
   ShardState state;
-  const config::Processor* proc;   // the batch_api processor (nullptr: a config error, see Validate)
-  std::vector<int64_t> stages;     // per output
-  std::string run_id;              // receipts' and exports' file names
-  std::unique_ptr<BatchJournal> journal;             // null in export mode
+  const config::Processor* proc;                   // the batch_api processor (nullptr: a config error, see Validate)
+  std::vector<int64_t> stages;                     // per output
+  std::string run_id;                              // receipts' and exports' file names
+  std::unique_ptr<BatchJournal> journal;           // null in export mode
   std::unique_ptr<batch::BatchProvider> provider;  // null in export mode
-  std::string export_path;                           // non-empty: export mode (dry run)
+  std::string export_path;                         // non-empty: export mode (dry run)
   // Loaded by LoadAnswers: custom_id (as sent) → its latest answer, or why it has none (its batch ended).
   std::unordered_map<std::string, batch::BatchAnswer> answers;
   std::unordered_map<std::string, std::string> ended;
@@ -48,7 +53,7 @@ struct BatchShardContext {
   Value identity;
   uint64_t fingerprint = 0;
   bool cache_active = false;  // the generation cache is consulted for this shard (batch/cache.h)
-  uint64_t start_us = 0;  // this call's start (runtime of the publication)
+  uint64_t start_us = 0;      // this call's start (runtime of the publication)
 
   int64_t shard_id() const { return options.shard_id; }
   int64_t num_stages() const { return NumStages(stages); }

@@ -33,28 +33,28 @@ namespace mmirage::batch {
 struct JournalRequest {
   std::string custom_id;  // as sent (provider-normalised)
   int64_t dataset = 0, part = 0, output = 0;
-  uint64_t row = 0;       // index in the dataset (split)
+  uint64_t row = 0;  // index in the dataset (split)
 };
 
 struct JournalChunk {
-  std::string name;       // "<text|multimodal>-chunk-NNNNNN" (the export's batch_id)
-  std::string chunk_id;   // "chunk-NNNNNN"
-  std::string modality;   // text | multimodal
-  std::string file;       // request lines, relative to the journal's directory
-  std::string key;        // unique: finds a batch whose creation answer was lost
-  std::string hash;       // the receipt's request_hash (SHA-256 of the requests)
+  std::string name;      // "<text|multimodal>-chunk-NNNNNN" (the export's batch_id)
+  std::string chunk_id;  // "chunk-NNNNNN"
+  std::string modality;  // text | multimodal
+  std::string file;      // request lines, relative to the journal's directory
+  std::string key;       // unique: finds a batch whose creation answer was lost
+  std::string hash;      // the receipt's request_hash (SHA-256 of the requests)
   std::string flush_reason;
-  Value snapshot;         // model_params_snapshot of the receipt
+  Value snapshot;  // model_params_snapshot of the receipt
   int64_t stage = 0;
   int64_t bytes = 0;
   bool oversized = false;
   std::vector<JournalRequest> requests;
   std::optional<std::string> batch_id;  // once submitted
   std::string submit_status;
-  std::string submitted_at;             // UTC ISO-8601, +00:00
+  std::string submitted_at;  // UTC ISO-8601, +00:00
   bool receipt = false;
-  std::optional<std::string> ended;     // provider status when it ended without every result
-  bool stored = false;                  // its answers were written to the generation cache
+  std::optional<std::string> ended;  // provider status when it ended without every result
+  bool stored = false;               // its answers were written to the generation cache
 
   Value ToEvent() const;  // the "chunk" event
 };
@@ -66,7 +66,7 @@ class BatchJournal {
 
   const std::string& dir() const { return dir_; }
   std::optional<uint64_t> fingerprint() const { return fingerprint_; }
-  const Value& identity() const { return identity_; }  // null when the start event has none
+  const Value& identity() const { return identity_; }            // null when the start event has none
   const std::string& journal_id() const { return journal_id_; }  // random, from the start event
   std::vector<JournalChunk>& chunks() { return chunks_; }
   JournalChunk* Find(const std::string& name);

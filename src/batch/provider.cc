@@ -61,7 +61,8 @@ std::string NormalizeAnthropic(const std::string& s) {
 
 std::string ApiKeyVariable(const std::string& provider) {
   std::string v;
-  for (char c : provider) v.push_back(std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '_');
+  for (char c : provider)
+    v.push_back(std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '_');
   return v + "_API_KEY";
 }
 
@@ -70,8 +71,7 @@ Status CheckApiKey(const std::string& provider, const config::VarLookup& vars) {
   auto v = vars ? vars(var) : std::nullopt;
   bool blank = !v || v->find_first_not_of(" \t\r\n") == std::string::npos;
   if (blank) {
-    return Status::InvalidArgument("Missing environment variable(s) for provider '" + provider + "': ['" + var +
-                                   "']");
+    return Status::InvalidArgument("Missing environment variable(s) for provider '" + provider + "': ['" + var + "']");
   }
   return Status::OK();
 }
@@ -194,8 +194,8 @@ struct BatchProvider::Rep {
         last = r.error;
       }
       if (attempt >= kMaxAttempts) {
-        return Status::Unavailable(config.provider + " " + what + ": " + last + " (after " +
-                                   std::to_string(attempt) + " attempts)");
+        return Status::Unavailable(config.provider + " " + what + ": " + last + " (after " + std::to_string(attempt) +
+                                   " attempts)");
       }
       LOG_WARN(config.provider << " " << what << ": " << last << "; retrying in " << FormatDouble(wait) << " s");
       fs->SleepMicros(static_cast<uint64_t>(wait * 1e6));

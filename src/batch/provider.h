@@ -20,11 +20,11 @@
 namespace mmirage::batch {
 
 struct BatchStatus {
-  std::string raw_status;       // the provider's word
-  std::string status;           // completed | failed | in_progress | unknown (MMIRAGE's normalisation)
-  std::string output_file_id;   // openai
-  std::string error_file_id;    // openai
-  std::string results_url;      // anthropic
+  std::string raw_status;      // the provider's word
+  std::string status;          // completed | failed | in_progress | unknown (MMIRAGE's normalisation)
+  std::string output_file_id;  // openai
+  std::string error_file_id;   // openai
+  std::string results_url;     // anthropic
   int64_t requests_total = 0, requests_done = 0, requests_failed = 0;  // when the provider says
 };
 
@@ -37,8 +37,8 @@ struct SubmitResult {
 struct BatchAnswer {
   std::string custom_id;
   bool ok = false;
-  std::string text;            // ok: the generated text
-  std::string error;           // !ok: the provider's message
+  std::string text;   // ok: the generated text
+  std::string error;  // !ok: the provider's message
   std::optional<int64_t> input_tokens, output_tokens;
 };
 

@@ -20,7 +20,7 @@ Status PublishShard(BatchShardContext* ctx, BatchShardReport* report) {
     for (const auto& part : plan.parts) splits.push_back(part.split);
     const Value& identity = ctx->identity.as_array()[d];  // as the local runner publishes it (input_identity.h)
     pipeline::ShardWriterOptions wo{ctx->config.loading.datasets[d].output_dir, ctx->shard_id(), splits,
-                          pipeline::IdentityFingerprint(identity)};
+                                    pipeline::IdentityFingerprint(identity)};
     wo.identity = identity;
     wo.output_format = *ParseOutputFormat(ctx->config.loading.datasets[d].output_format);  // validated at load
     MMIRAGE_ASSIGN_OR_RETURN(writer, pipeline::ShardWriter::Open(ctx->env, wo));
@@ -41,39 +41,40 @@ Status PublishShard(BatchShardContext* ctx, BatchShardReport* report) {
     return s;
   };
   std::string line;
-  MMIRAGE_TRY(ForEachShardRow(ctx->env, ctx->config, ctx->shard_id(),
-                         [&](RowCtx& c, const pipeline::RowTransform& t) -> Status {
-                           writer->Advance(c.part, 1);
-                           if (!c.ok) return writer->AddError(c.part, c.index, c.source, c.error);
-                           pipeline::RowError err;
-                           AnswerTally t1;
-                           int64_t missing = -1;
-                           bool ok = ApplyAnswers(*ctx, c, final_stage, &err, &t1, &missing);
-                           if (t1.generations > 0) {
-                             total.prompt_tokens += t1.prompt_tokens;
-                             total.completion_tokens += t1.completion_tokens;
-                             total.generations += t1.generations;
-                             total.cached_generations += t1.cached_generations;
-                             total.cached_prompt_tokens += t1.cached_prompt_tokens;
-                             total.cached_completion_tokens += t1.cached_completion_tokens;
-                             usage += pipeline::UsageLine(c.index, {t1.prompt_tokens, t1.completion_tokens,
-                                                                    t1.generations, t1.cached_generations});
-                           }
-                           if (!ok) {
-                             // A prompt that fails to render was never submitted: say so, not "no result".
-                             if (missing >= 0) {
-                               auto p = t.RenderPrompt(static_cast<size_t>(missing), c.vars);
-                               if (!p.ok) err = p.error;
-                             }
-                             return writer->AddError(c.part, c.index, c.source, err);
-                           }
-                           line.clear();
-                           auto r = t.RenderOutputJson(c.row, c.vars, &line);
-                           if (!r.ok) return writer->AddError(c.part, c.index, c.source, r.error);
-                           line.push_back('\n');
-                           return writer->AddSerialized(c.part, line, 1);
-                         },
-                         begin, end));
+  MMIRAGE_TRY(ForEachShardRow(
+      ctx->env, ctx->config, ctx->shard_id(),
+      [&](RowCtx& c, const pipeline::RowTransform& t) -> Status {
+        writer->Advance(c.part, 1);
+        if (!c.ok) return writer->AddError(c.part, c.index, c.source, c.error);
+        pipeline::RowError err;
+        AnswerTally t1;
+        int64_t missing = -1;
+        bool ok = ApplyAnswers(*ctx, c, final_stage, &err, &t1, &missing);
+        if (t1.generations > 0) {
+          total.prompt_tokens += t1.prompt_tokens;
+          total.completion_tokens += t1.completion_tokens;
+          total.generations += t1.generations;
+          total.cached_generations += t1.cached_generations;
+          total.cached_prompt_tokens += t1.cached_prompt_tokens;
+          total.cached_completion_tokens += t1.cached_completion_tokens;
+          usage += pipeline::UsageLine(c.index,
+                                       {t1.prompt_tokens, t1.completion_tokens, t1.generations, t1.cached_generations});
+        }
+        if (!ok) {
+          // A prompt that fails to render was never submitted: say so, not "no result".
+          if (missing >= 0) {
+            auto p = t.RenderPrompt(static_cast<size_t>(missing), c.vars);
+            if (!p.ok) err = p.error;
+          }
+          return writer->AddError(c.part, c.index, c.source, err);
+        }
+        line.clear();
+        auto r = t.RenderOutputJson(c.row, c.vars, &line);
+        if (!r.ok) return writer->AddError(c.part, c.index, c.source, r.error);
+        line.push_back('\n');
+        return writer->AddSerialized(c.part, line, 1);
+      },
+      begin, end));
   // Submitted (billed) tokens only: what the generation cache answered cost nothing (counted apart).
   int64_t in_total = total.prompt_tokens - total.cached_prompt_tokens;
   int64_t out_total = total.completion_tokens - total.cached_completion_tokens;

@@ -127,15 +127,30 @@ std::string GuessImageMimeType(std::string_view path) {
   size_t dot = name.rfind('.');
   if (dot == std::string_view::npos || dot == 0) return "";
   std::string ext(name.substr(dot));
-  static const std::vector<std::pair<const char*, const char*>> kTypes = {
-      {".avif", "image/avif"}, {".bmp", "image/bmp"}, {".gif", "image/gif"}, {".ief", "image/ief"},
-      {".jpg", "image/jpeg"}, {".jpe", "image/jpeg"}, {".jpeg", "image/jpeg"}, {".heic", "image/heic"},
-      {".heif", "image/heif"}, {".png", "image/png"}, {".svg", "image/svg+xml"}, {".tiff", "image/tiff"},
-      {".tif", "image/tiff"}, {".ico", "image/vnd.microsoft.icon"}, {".ras", "image/x-cmu-raster"},
-      {".pnm", "image/x-portable-anymap"}, {".pbm", "image/x-portable-bitmap"},
-      {".pgm", "image/x-portable-graymap"}, {".ppm", "image/x-portable-pixmap"}, {".rgb", "image/x-rgb"},
-      {".xbm", "image/x-xbitmap"}, {".xpm", "image/x-xpixmap"}, {".xwd", "image/x-xwindowdump"},
-      {".webp", "image/webp"}};
+  static const std::vector<std::pair<const char*, const char*>> kTypes = {{".avif", "image/avif"},
+                                                                          {".bmp", "image/bmp"},
+                                                                          {".gif", "image/gif"},
+                                                                          {".ief", "image/ief"},
+                                                                          {".jpg", "image/jpeg"},
+                                                                          {".jpe", "image/jpeg"},
+                                                                          {".jpeg", "image/jpeg"},
+                                                                          {".heic", "image/heic"},
+                                                                          {".heif", "image/heif"},
+                                                                          {".png", "image/png"},
+                                                                          {".svg", "image/svg+xml"},
+                                                                          {".tiff", "image/tiff"},
+                                                                          {".tif", "image/tiff"},
+                                                                          {".ico", "image/vnd.microsoft.icon"},
+                                                                          {".ras", "image/x-cmu-raster"},
+                                                                          {".pnm", "image/x-portable-anymap"},
+                                                                          {".pbm", "image/x-portable-bitmap"},
+                                                                          {".pgm", "image/x-portable-graymap"},
+                                                                          {".ppm", "image/x-portable-pixmap"},
+                                                                          {".rgb", "image/x-rgb"},
+                                                                          {".xbm", "image/x-xbitmap"},
+                                                                          {".xpm", "image/x-xpixmap"},
+                                                                          {".xwd", "image/x-xwindowdump"},
+                                                                          {".webp", "image/webp"}};
   for (int pass = 0; pass < 2; ++pass) {  // exact extension first, then lower-cased (as mimetypes does)
     for (const auto& [e, t] : kTypes)
       if (ext == e) return t;

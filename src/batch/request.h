@@ -23,7 +23,7 @@ std::string PyJson(const Value& v, bool compact, bool sort_keys = false);
 // One row's request before the provider's shape: the rendered prompt, its images (paths or URLs, in variable-name
 // order) and, for a JSON output with a schema, the field names.
 struct BatchPrompt {
-  std::string custom_id;                     // before provider normalisation
+  std::string custom_id;  // before provider normalisation
   std::string prompt;
   std::vector<std::string> images;           // non-empty: a multimodal request
   std::vector<std::string> expected_schema;  // field names; empty: plain output
@@ -52,6 +52,5 @@ bool IsBatchDeterministic(const config::BatchApiProcessor& p);
 // Anthropic `params`: model, messages with their inlined images, sampling, max_tokens, the JSON schema) as
 // canonical JSON (sorted keys). "" when the request has neither body nor params.
 std::string BatchRequestKey(const config::BatchApiProcessor& p, const Value& request);
-
 
 }  // namespace mmirage::batch

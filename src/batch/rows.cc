@@ -81,9 +81,10 @@ Status ForEachShardRow(Env* env, const config::Config& config, int64_t shard_id,
         auto parsed = ParseJson(raw.text);
         if (!parsed.ok() || !parsed->is_object()) {
           c.ok = false;
-          c.error = pipeline::RowError{pipeline::Stage::kRead, parsed.ok() ? std::string("row is a JSON ") + parsed->TypeName() +
-                                                             ", expected an object"
-                                                       : parsed.status().message()};
+          c.error = pipeline::RowError{pipeline::Stage::kRead,
+                                       parsed.ok()
+                                           ? std::string("row is a JSON ") + parsed->TypeName() + ", expected an object"
+                                           : parsed.status().message()};
         } else {
           c.row = std::move(*parsed);
           auto vars = transform.Extract(c.row);
@@ -152,8 +153,8 @@ std::vector<std::string> RowImages(const config::Config& config, const RowCtx& c
       images.push_back(v->as_string());
     } else if (v->is_bytes()) {  // image bytes from a binary column: inlined as a data: URI
       const std::string& b = v->as_bytes();
-      const char* mime = b.rfind("\xff\xd8", 0) == 0                   ? "image/jpeg"
-                         : b.rfind("GIF8", 0) == 0                      ? "image/gif"
+      const char* mime = b.rfind("\xff\xd8", 0) == 0                     ? "image/jpeg"
+                         : b.rfind("GIF8", 0) == 0                       ? "image/gif"
                          : b.size() > 12 && b.compare(8, 4, "WEBP") == 0 ? "image/webp"
                                                                          : "image/png";
       std::string uri = std::string("data:") + mime + ";base64,";

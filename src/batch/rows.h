@@ -61,8 +61,8 @@ std::vector<std::string> RowImages(const config::Config& config, const RowCtx& c
 bool HasImages(const config::Config& config, const RowCtx& c);
 
 std::string Pad6(int64_t n);
-std::string RandomRunId();          // 6 random hex digits
-std::string UtcIsoNow(Env* env);    // ISO-8601 with microseconds and +00:00, as Python's isoformat()
+std::string RandomRunId();        // 6 random hex digits
+std::string UtcIsoNow(Env* env);  // ISO-8601 with microseconds and +00:00, as Python's isoformat()
 std::string StripSpace(const std::string& s);
 
 }  // namespace mmirage::batch

@@ -81,8 +81,9 @@ void SetIdentity(BatchShardContext* ctx) {
 // --export-prompts: writes the requests of stage 0; nothing is sent and no state changes. Errors: the export file.
 Result<BatchShardReport> ExportPrompts(BatchShardContext* ctx) {
   if (ctx->num_stages() > 1) {
-    LOG_WARN("--export-prompts: outputs whose prompt reads another batch output are not exported (their "
-             "requests need that output's answers)");
+    LOG_WARN(
+        "--export-prompts: outputs whose prompt reads another batch output are not exported (their "
+        "requests need that output's answers)");
   }
   BatchSubmitter submitter(ctx);
   MMIRAGE_TRY(submitter.Export());
@@ -95,8 +96,8 @@ Result<BatchShardReport> ExportPrompts(BatchShardContext* ctx) {
 // Sets ctx->provider and ctx->journal. Errors: a missing API key, an unreadable journal.
 Status OpenProviderAndJournal(BatchShardContext* ctx) {
   config::VarLookup lookup = ctx->options.vars ? ctx->options.vars : config::ProcessVarLookup();
-  MMIRAGE_ASSIGN_OR_RETURN(ctx->provider, batch::BatchProvider::Create(ctx->batch_api(), lookup, ctx->env,
-                                                                     ctx->options.retry_base_seconds));
+  MMIRAGE_ASSIGN_OR_RETURN(
+      ctx->provider, batch::BatchProvider::Create(ctx->batch_api(), lookup, ctx->env, ctx->options.retry_base_seconds));
   MMIRAGE_ASSIGN_OR_RETURN(ctx->journal, BatchJournal::Open(ctx->env, JoinPath(ctx->state.dir(), "batch")));
   return Status::OK();
 }
@@ -108,14 +109,17 @@ Status RefuseChangedIdentity(const BatchShardContext& ctx) {
   const std::string what = DescribeChange(*ctx.journal, ctx);
   if (ctx.state.Read().status == ShardStatus::kSuccess) {
     return Status::InvalidArgument(
-        "shard " + std::to_string(ctx.shard_id()) + " was published from another version of the config or its "
-        "input data (" + what + "; journal " + ctx.journal->dir() + "/journal.jsonl); run the edited config with "
+        "shard " + std::to_string(ctx.shard_id()) +
+        " was published from another version of the config or its "
+        "input data (" +
+        what + "; journal " + ctx.journal->dir() +
+        "/journal.jsonl); run the edited config with "
         "another state_dir (with temperature 0 or a seed, the generation cache answers every request that did not "
         "change), or remove that directory");
   }
-  return Status::InvalidArgument("the config or its input data changed since shard " +
-                                 std::to_string(ctx.shard_id()) + "'s batches were submitted (" + what +
-                                 "; journal " + ctx.journal->dir() + "/journal.jsonl); restore them (and "
+  return Status::InvalidArgument("the config or its input data changed since shard " + std::to_string(ctx.shard_id()) +
+                                 "'s batches were submitted (" + what + "; journal " + ctx.journal->dir() +
+                                 "/journal.jsonl); restore them (and "
                                  "collect), or remove that directory to start over");
 }
 

@@ -22,13 +22,13 @@ struct BatchShardOptions {
   Env* env = nullptr;
   const config::Config* config = nullptr;
   int64_t shard_id = 0;
-  config::VarLookup vars;                 // the API key; default: the process environment
-  std::string export_prompts;             // non-empty: dry run into this file stem or directory
-  bool resubmit_failed = false;           // submit the requests that failed at the provider again
-  bool collect_only = false;              // `collect`: never submit stage 0 (a shard not submitted is an error)
-  std::optional<bool> wait;               // override of the processor's `wait`
+  config::VarLookup vars;        // the API key; default: the process environment
+  std::string export_prompts;    // non-empty: dry run into this file stem or directory
+  bool resubmit_failed = false;  // submit the requests that failed at the provider again
+  bool collect_only = false;     // `collect`: never submit stage 0 (a shard not submitted is an error)
+  std::optional<bool> wait;      // override of the processor's `wait`
   std::optional<std::string> slurm_job_id, slurm_array_task_id;
-  double retry_base_seconds = 1.0;        // HTTP backoff start
+  double retry_base_seconds = 1.0;  // HTTP backoff start
 };
 
 enum class BatchOutcome {

@@ -28,8 +28,8 @@ Status BatchSubmitter::Export() {
   if (StripSpace(p).empty())
     return Status::InvalidArgument("export_prompts_dir is set but empty; give it a path or leave it unset");
   ctx_->export_path = p.size() >= 6 && p.compare(p.size() - 6, 6, ".jsonl") == 0
-                     ? p.substr(0, p.size() - 6) + "." + ctx_->run_id + ".jsonl"
-                     : JoinPath(p, "exported_prompts." + ctx_->run_id + ".jsonl");
+                          ? p.substr(0, p.size() - 6) + "." + ctx_->run_id + ".jsonl"
+                          : JoinPath(p, "exported_prompts." + ctx_->run_id + ".jsonl");
   size_t slash = ctx_->export_path.rfind('/');
   Status s = slash == std::string::npos ? Status::OK() : ctx_->env->CreateDirs(ctx_->export_path.substr(0, slash));
   if (s.ok()) {
@@ -115,14 +115,18 @@ Status BatchSubmitter::SubmitJournaled(JournalChunk* c, bool recovering) {
     if (!found && ctx_->provider->provider() == "openai") {
       // The earlier run may have died with its create request still in flight at the provider: give that
       // request time to land before looking again (a create takes well under a second).
-      LOG_INFO("shard " << ctx_->shard_id() << ": " << c->name << " was journaled but not recorded as submitted; "
-               "looking it up again in " << kRecoveryGraceSeconds << " s");
+      LOG_INFO("shard " << ctx_->shard_id() << ": " << c->name
+                        << " was journaled but not recorded as submitted; "
+                           "looking it up again in "
+                        << kRecoveryGraceSeconds << " s");
       ctx_->env->SleepMicros(static_cast<uint64_t>(kRecoveryGraceSeconds * 1e6));
       MMIRAGE_ASSIGN_OR_RETURN(found, ctx_->provider->FindSubmitted(c->key));
     }
     if (!found && ctx_->provider->provider() == "anthropic") {
-      LOG_WARN("shard " << ctx_->shard_id() << ": " << c->name << " was journaled but its submission is not recorded; "
-               "Anthropic keeps no metadata to look it up, so it is submitted again (it may be billed twice)");
+      LOG_WARN(
+          "shard " << ctx_->shard_id() << ": " << c->name
+                   << " was journaled but its submission is not recorded; "
+                      "Anthropic keeps no metadata to look it up, so it is submitted again (it may be billed twice)");
     }
   }
   batch::SubmitResult r;
@@ -239,14 +243,15 @@ Status ForEachStageRequest(BatchShardContext* ctx, int64_t stage, const StageVis
     if (!batch.empty()) MMIRAGE_TRY(run_batch());
     return v.dataset_end ? v.dataset_end() : Status::OK();
   };
-  return ForEachShardRow(ctx->env, ctx->config, ctx->shard_id(),
-                         [&](RowCtx& c, const pipeline::RowTransform&) -> Status {
-                           if (!batch.empty() && batch.back().part != c.part) MMIRAGE_TRY(run_batch());
-                           batch.push_back(std::move(c));
-                           if (static_cast<int64_t>(batch.size()) >= batch_size) return run_batch();
-                           return Status::OK();
-                         },
-                         nullptr, finalize);
+  return ForEachShardRow(
+      ctx->env, ctx->config, ctx->shard_id(),
+      [&](RowCtx& c, const pipeline::RowTransform&) -> Status {
+        if (!batch.empty() && batch.back().part != c.part) MMIRAGE_TRY(run_batch());
+        batch.push_back(std::move(c));
+        if (static_cast<int64_t>(batch.size()) >= batch_size) return run_batch();
+        return Status::OK();
+      },
+      nullptr, finalize);
 }
 
 Status BatchSubmitter::SubmitStage(int64_t stage) {
@@ -267,9 +272,9 @@ Status BatchSubmitter::SubmitStage(int64_t stage) {
     batch::PendingRequest pr;
     pr.line = std::move(r.line);
     pr.custom_id = r.custom_id;
-    pending_[r.custom_id] = JournalRequest{r.custom_id, static_cast<int64_t>(r.row->dataset),
-                                           static_cast<int64_t>(r.row->part), static_cast<int64_t>(r.output),
-                                           r.row->index};
+    pending_[r.custom_id] =
+        JournalRequest{r.custom_id, static_cast<int64_t>(r.row->dataset), static_cast<int64_t>(r.row->part),
+                       static_cast<int64_t>(r.output), r.row->index};
     return acc.at(r.modality).Add(std::move(pr));
   };
   v.group_end = [&](size_t output, const std::string& modality) -> Status {
@@ -277,8 +282,7 @@ Status BatchSubmitter::SubmitStage(int64_t stage) {
     snap.Set("output_name", outs[output].name);
     snap.Set("output_type", outs[output].output_type);
     snap.Set("modality", modality);
-    for (auto& ch : acc.at(modality).TakeReady())
-      MMIRAGE_TRY(Emit(std::move(ch), modality, stage, "full_chunk", snap));
+    for (auto& ch : acc.at(modality).TakeReady()) MMIRAGE_TRY(Emit(std::move(ch), modality, stage, "full_chunk", snap));
     return Status::OK();
   };
   v.dataset_end = [&]() -> Status {
@@ -286,8 +290,7 @@ Status BatchSubmitter::SubmitStage(int64_t stage) {
       Value snap = Value::EmptyObject();
       snap.Set("modality", modality);
       snap.Set("phase", "finalize");
-      for (auto& ch : acc.at(modality).TakeAll())
-        MMIRAGE_TRY(Emit(std::move(ch), modality, stage, "finalize", snap));
+      for (auto& ch : acc.at(modality).TakeAll()) MMIRAGE_TRY(Emit(std::move(ch), modality, stage, "finalize", snap));
     }
     return Status::OK();
   };

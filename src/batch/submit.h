@@ -35,7 +35,7 @@ struct StageRequest {
 struct StageVisitor {
   std::function<Status(StageRequest&)> request;  // every request, in walk order (errors get file:line, output)
   std::function<Status(size_t output, const std::string& modality)> group_end;  // after a group that had requests
-  std::function<Status()> dataset_end;            // after each dataset
+  std::function<Status()> dataset_end;                                          // after each dataset
 };
 // The walk of SubmitStage: rows in batches of `batch_size`, each output of `stage` over the batch, text rows then
 // multimodal rows; earlier stages' answers applied first (rows without them and prompts that fail to render are
@@ -63,8 +63,8 @@ class BatchSubmitter {
   Status WriteReceipt(JournalChunk* c, const std::vector<int64_t>& source_indices);
 
   BatchShardContext* ctx_;
-  std::map<std::string, int64_t> chunk_counter_;              // per modality: the next chunk's number - 1
-  std::unordered_map<std::string, JournalRequest> pending_;   // requests not yet in a chunk, by custom_id
+  std::map<std::string, int64_t> chunk_counter_;             // per modality: the next chunk's number - 1
+  std::unordered_map<std::string, JournalRequest> pending_;  // requests not yet in a chunk, by custom_id
 };
 
 }  // namespace mmirage::batch

@@ -34,8 +34,8 @@ namespace mmirage::cache {
 namespace {
 
 constexpr const char* kFormat = "mmirage-generation-cache-1";
-constexpr size_t kIndexKeyBytes = 16;     // in-memory index keys: a prefix of the 32-byte digest
-constexpr size_t kFlushEntries = 64;      // pending inserts written in one transaction
+constexpr size_t kIndexKeyBytes = 16;  // in-memory index keys: a prefix of the 32-byte digest
+constexpr size_t kFlushEntries = 64;   // pending inserts written in one transaction
 constexpr uint64_t kFlushMicros = 2000000;
 
 bool StartsWith(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
@@ -151,8 +151,7 @@ bool QuickCheckOk(sqlite3* db) {
   return v != nullptr && std::string(reinterpret_cast<const char*>(v)) == "ok";
 }
 
-constexpr const char* kSelect =
-    "SELECT text, prompt_tokens, completion_tokens, finish, sum FROM gen WHERE key = ?1";
+constexpr const char* kSelect = "SELECT text, prompt_tokens, completion_tokens, finish, sum FROM gen WHERE key = ?1";
 
 enum class ReadResult { kFound, kAbsent, kBad };
 
@@ -350,7 +349,9 @@ Status GenerationCache::Rep::CreateWriter() {
   if (lock.ok()) wlock = std::move(*lock);
   std::string sql = std::string(
                         "CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT);"
-                        "INSERT INTO meta VALUES('format','") + kFormat + "');"
+                        "INSERT INTO meta VALUES('format','") +
+                    kFormat +
+                    "');"
                     "CREATE TABLE gen(key BLOB PRIMARY KEY, text BLOB NOT NULL, prompt_tokens INTEGER NOT NULL, "
                     "completion_tokens INTEGER NOT NULL, finish INTEGER NOT NULL, created_us INTEGER NOT NULL, "
                     "sum BLOB NOT NULL) WITHOUT ROWID;";
@@ -588,7 +589,7 @@ Result<int64_t> ClearCacheDir(Env* env, const std::string& dir) {
     int64_t pid = 0;
     std::string h;
     if (ParseOpenName(n, &pid, &h) && h == host && ProcessAlive(pid)) continue;  // a live writer's file
-    if (ParseOpenName(n, &pid, &h) && h != host) continue;  // may be live elsewhere
+    if (ParseOpenName(n, &pid, &h) && h != host) continue;                       // may be live elsewhere
     bool ours = (StartsWith(n, "gen-") || StartsWith(n, "open-") || StartsWith(n, "corrupt-")) &&
                 (EndsWith(n, ".sqlite") || EndsWith(n, ".sqlite-wal") || EndsWith(n, ".sqlite-journal"));
     if (!ours) continue;

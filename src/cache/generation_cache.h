@@ -25,10 +25,10 @@ enum class CacheMode { kOff, kRead, kReadWrite };
 std::optional<CacheMode> ParseCacheMode(const std::string& s);
 
 struct CacheOptions {
-  std::string dir;                  // created when missing (readwrite)
+  std::string dir;  // created when missing (readwrite)
   CacheMode mode = CacheMode::kReadWrite;
-  uint64_t max_bytes = 10ull << 30; // sealed files beyond this are evicted, oldest first, at Close
-  Env* env = nullptr;               // directory operations; nullptr: Env::Default(). Borrowed.
+  uint64_t max_bytes = 10ull << 30;  // sealed files beyond this are evicted, oldest first, at Close
+  Env* env = nullptr;                // directory operations; nullptr: Env::Default(). Borrowed.
 };
 
 // A stored completion. `key` is a 32-byte digest (cache/hash.h) of everything that determines the generation.
@@ -36,7 +36,7 @@ struct CacheEntry {
   std::string text;
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
-  int finish = 0;                   // the engine's FinishReason (stop 0, length 1); errors are never stored
+  int finish = 0;  // the engine's FinishReason (stop 0, length 1); errors are never stored
 };
 
 struct CacheCounters {
@@ -65,8 +65,8 @@ class GenerationCache {
   Status Close();
 
   const CacheCounters& counters() const { return counters_; }
-  size_t num_files() const;        // sealed files in use
-  size_t num_keys() const;         // distinct keys visible
+  size_t num_files() const;  // sealed files in use
+  size_t num_keys() const;   // distinct keys visible
 
  private:
   struct Rep;
@@ -78,9 +78,9 @@ class GenerationCache {
 // What a cache directory holds (for `mmirage cache stats`).
 struct CacheDirInfo {
   int64_t sealed_files = 0, open_files = 0, corrupt_files = 0;
-  int64_t entries = 0;             // rows over the readable sealed files (duplicates counted)
+  int64_t entries = 0;  // rows over the readable sealed files (duplicates counted)
   int64_t distinct_entries = 0;
-  uint64_t bytes = 0;              // every file of the directory
+  uint64_t bytes = 0;  // every file of the directory
   double oldest_seal_age_seconds = 0;
   std::vector<std::string> notes;  // corrupt files, writers of other hosts, ...
 };

@@ -41,8 +41,9 @@ Runner RegisterCat(CLI::App* app) {
     std::string split;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app->add_subcommand("cat", "Print the rows of an output (shard or merged dir, HF dataset, Parquet or "
-                                         "JSONL file) as JSON lines");
+  auto* cmd = app->add_subcommand("cat",
+                                  "Print the rows of an output (shard or merged dir, HF dataset, Parquet or "
+                                  "JSONL file) as JSON lines");
   cmd->add_option("path", o->path, "Output directory or file")->required();
   cmd->add_option("-n,--rows", o->rows, "Print at most N rows")->check(CLI::NonNegativeNumber);
   cmd->add_option("--split", o->split, "Only this split of a DatasetDict");
@@ -72,11 +73,12 @@ Runner RegisterCat(CLI::App* app) {
       std::string names;
       for (auto& p : parts) {
         if (p.split == o->split) keep.push_back(p);
-        if (names.find("'" + p.split + "'") == std::string::npos) names += (names.empty() ? "'" : ", '") + p.split + "'";
+        if (names.find("'" + p.split + "'") == std::string::npos)
+          names += (names.empty() ? "'" : ", '") + p.split + "'";
       }
       if (keep.empty()) {
-        ReportError(Status::NotFound(o->path + ": no split '" + o->split + "' (splits: " +
-                                     (names == "''" ? std::string("none") : names) + ")"));
+        ReportError(Status::NotFound(o->path + ": no split '" + o->split +
+                                     "' (splits: " + (names == "''" ? std::string("none") : names) + ")"));
         return kExitFailure;
       }
       parts = std::move(keep);

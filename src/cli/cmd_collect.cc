@@ -52,8 +52,7 @@ int Collect(const CollectOptions& o) {
     if (rc == kExitFailure || (rc == kExitInProgress && worst == kExitOk)) worst = rc;
     if (StopRequested()) return 128 + StopSignal();
   }
-  LOG_INFO("collect: " << complete << " shard(s) complete, " << in_progress << " in progress, " << failed
-                       << " failed");
+  LOG_INFO("collect: " << complete << " shard(s) complete, " << in_progress << " in progress, " << failed << " failed");
   if (worst == kExitOk && config->execution.merge && !o.shard_id) {
     LOG_INFO("Execution_params.merge is true; merging shard outputs");
     return MergeAllDatasets(Env::Default(), *config, MergeTarget{}, /*allow_partial=*/false);
@@ -85,8 +84,10 @@ int RunBatchShardCommand(const config::Config& config, int64_t shard_id, const s
       LOG_INFO("Exported the requests of shard " << shard_id << " to " << r->export_path);
       return kExitOk;
     case batch::BatchOutcome::kSubmitted:
-      LOG_INFO("Shard " << shard_id << ": " << r->batches_total << " batch(es) submitted; run `mmirage collect "
-                        "--config " << config.path << "` later to fetch the results");
+      LOG_INFO("Shard " << shard_id << ": " << r->batches_total
+                        << " batch(es) submitted; run `mmirage collect "
+                           "--config "
+                        << config.path << "` later to fetch the results");
       return kExitOk;
     case batch::BatchOutcome::kInProgress:
       LOG_INFO("Shard " << shard_id << ": " << r->batches_total - r->batches_done << " batch(es) still in progress");

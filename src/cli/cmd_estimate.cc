@@ -50,8 +50,7 @@ void PrintTable(const exec::EstimateReport& r) {
             << "wall time         " << Range(r.wall_seconds, Duration) << "  (" << r.num_shards << " shard(s), "
             << r.concurrency << " at a time)\n"
             << "per shard         " << Range(r.wall_seconds_per_shard, Duration) << "\n";
-  if (r.gpu_hours)
-    std::cout << "GPU hours         " << FormatDouble(RoundTo(*r.gpu_hours, 3)) << "\n";
+  if (r.gpu_hours) std::cout << "GPU hours         " << FormatDouble(RoundTo(*r.gpu_hours, 3)) << "\n";
   if (r.gpu_days_per_billion_tokens)
     std::cout << "GPU-days / 1B tok " << FormatDouble(RoundTo(*r.gpu_days_per_billion_tokens, 2)) << "\n";
   std::cout << "cost              " << (r.cost_usd ? Range(r.cost_usd, Money) : "n/a (no prices in the config)")

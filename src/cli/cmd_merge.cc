@@ -77,8 +77,9 @@ Runner RegisterMerge(CLI::App* app) {
   auto o = std::make_shared<Opts>();
   auto* cmd = app->add_subcommand("merge", "Merge the shard outputs of every dataset of a config");
   AddCommonOptions(cmd, &o->common);
-  cmd->add_option("--output-dir,--output-root", o->output_root, "Write <root>/<dataset name> instead of "
-                                                                "<output_dir>/merged");
+  cmd->add_option("--output-dir,--output-root", o->output_root,
+                  "Write <root>/<dataset name> instead of "
+                  "<output_dir>/merged");
   cmd->add_flag("--allow-partial", o->allow_partial, "Merge even if some shards are missing or failed");
   cmd->add_option("--output-path", o->output_path, "batch_api: collected results file");
   cmd->add_option("--metadata-path", o->metadata_paths, "batch_api: receipt files");

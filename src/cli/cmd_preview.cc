@@ -32,8 +32,9 @@ int RunPreview(const Opts& o) {
 
 Runner RegisterPreview(CLI::App* app) {
   auto o = std::make_shared<Opts>();
-  auto* cmd = app->add_subcommand("preview", "Show variables, rendered prompts and output rows of the first rows "
-                                             "(no model)");
+  auto* cmd = app->add_subcommand("preview",
+                                  "Show variables, rendered prompts and output rows of the first rows "
+                                  "(no model)");
   AddCommonOptions(cmd, &o->common);
   cmd->add_option("-n,--rows", o->rows, "Rows to show per dataset split (default 3)")->check(CLI::PositiveNumber);
   cmd->add_option("--shard-id", o->shard_id, "Preview this shard's rows")->check(CLI::NonNegativeNumber);

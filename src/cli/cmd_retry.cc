@@ -44,8 +44,10 @@ int Retry(const RetryOptions& o) {
   PrintClassification(c, o.json);
   if (c.failed.empty()) {
     if (!c.exhausted.empty()) {
-      LOG_ERROR("No retryable shards remain: " << c.exhausted.size() << " shard(s) used their attempts without "
-                "progress; `mmirage retry --config " << o.common.config_path << " --reset` gives them a fresh budget");
+      LOG_ERROR("No retryable shards remain: " << c.exhausted.size()
+                                               << " shard(s) used their attempts without "
+                                                  "progress; `mmirage retry --config "
+                                               << o.common.config_path << " --reset` gives them a fresh budget");
       return kExitFailure;
     }
     if (!c.running.empty()) {
@@ -67,7 +69,8 @@ Runner RegisterRetry(CLI::App* app) {
   cmd->add_flag("-y,--yes", o->yes, "Do not ask for confirmation");
   cmd->add_flag("--json", o->json, "Print JSON objects {\"summary\", \"shards\"} instead of tables");
   cmd->add_flag("--stats", o->stats, "Re-run shards with GPU utilisation sampling");
-  cmd->add_flag("--reset", o->reset, "Give exhausted shards a fresh retry budget (recorded in attempts.log), then retry");
+  cmd->add_flag("--reset", o->reset,
+                "Give exhausted shards a fresh retry budget (recorded in attempts.log), then retry");
   return [o]() { return Retry(*o); };
 }
 

@@ -31,11 +31,11 @@ TuningKnobs KnobsOf(const config::Config& c) {
   k.batch_size = c.loading.batch_size;
   for (const auto& p : c.processors) {
     if (p.type != "llm") continue;
-    const Value* m = p.llm.extra_engine_args.is_object() ? p.llm.extra_engine_args.Find("max_running_requests")
-                                                          : nullptr;
+    const Value* m =
+        p.llm.extra_engine_args.is_object() ? p.llm.extra_engine_args.Find("max_running_requests") : nullptr;
     if (m && m->is_int()) k.max_running_requests = m->as_int();
-    const Value* t = p.llm.default_sampling_params.is_object() ? p.llm.default_sampling_params.Find("max_new_tokens")
-                                                                : nullptr;
+    const Value* t =
+        p.llm.default_sampling_params.is_object() ? p.llm.default_sampling_params.Find("max_new_tokens") : nullptr;
     if (t && t->is_int()) k.max_new_tokens = t->as_int();
     break;
   }
@@ -128,7 +128,8 @@ int Stats(const StatsOptions& o) {
   if (o.format == "html") {
     std::cout << RenderHtmlReport(run, advice);
   } else if (o.format == "table") {
-    std::cout << PerShardTable(per_shard) << "\n" << FormatAggregateTable(aggregate) << "\n"
+    std::cout << PerShardTable(per_shard) << "\n"
+              << FormatAggregateTable(aggregate) << "\n"
               << FormatAdviceText(advice);
   } else {
     Value report = Value::EmptyObject();

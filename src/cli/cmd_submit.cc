@@ -95,8 +95,8 @@ int RunSlurm(const config::Config& config, bool force_retry, bool stats) {
     const int64_t max_retries = config.execution.max_retries;
     PrintFailures(*report, max_retries);
     if (!report->exhausted.empty()) {
-      LOG_ERROR("Pipeline ended with " << report->exhausted.size()
-                << " shard(s) that exhausted max_retries=" << max_retries << "; merge will not start");
+      LOG_ERROR("Pipeline ended with " << report->exhausted.size() << " shard(s) that exhausted max_retries="
+                                       << max_retries << "; merge will not start");
     } else {
       LOG_ERROR("SLURM run completed with failed shards; merge will not start");
     }

@@ -16,8 +16,9 @@ Runner RegisterValidate(CLI::App* app) {
     if (!config) return kExitFailure;
     std::cout << o->config_path << ": OK (" << config->processors.size() << " processor(s), "
               << config->processing.inputs.size() << " input(s), " << config->processing.outputs.size()
-              << " output(s), " << config->loading.datasets.size() << " dataset(s), num_shards="
-              << config->loading.num_shards << ", " << config->warnings.size() << " warning(s))\n";
+              << " output(s), " << config->loading.datasets.size()
+              << " dataset(s), num_shards=" << config->loading.num_shards << ", " << config->warnings.size()
+              << " warning(s))\n";
     return kExitOk;
   };
 }

@@ -7,9 +7,7 @@
 namespace mmirage::cli {
 
 void AddCommonOptions(CLI::App* cmd, CommonOptions* opts, bool require_config) {
-  if (require_config) {
-    cmd->add_option("--config,-c", opts->config_path, "MMIRAGE YAML config file")->required();
-  }
+  if (require_config) { cmd->add_option("--config,-c", opts->config_path, "MMIRAGE YAML config file")->required(); }
   cmd->add_option("--log-level", opts->log_level, "DEBUG, INFO, WARNING or ERROR")
       ->check(CLI::IsMember({"DEBUG", "INFO", "WARNING", "ERROR"}, CLI::ignore_case));
 }

@@ -32,9 +32,7 @@ int main(int argc, char** argv) {
   reg(RegisterCollect(&app), "collect");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::Success& e) { return app.exit(e); } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kExitUsage;
   }

@@ -33,14 +33,14 @@ struct Loc {
 // ---- processors ------------------------------------------------------------------------------------------------
 // Extension: an OpenAI-compatible endpoint (backend: openai, or a managed server's address once started).
 struct EndpointConfig {
-  std::string base_url;                // e.g. http://host:30000/v1
-  std::string api_key_env;             // name of the environment variable holding the key (never the key)
-  std::string model;                   // model name sent in requests (empty: the server's default)
-  std::string mode = "chat";           // chat | completion (the rendered prompt is sent verbatim)
+  std::string base_url;                    // e.g. http://host:30000/v1
+  std::string api_key_env;                 // name of the environment variable holding the key (never the key)
+  std::string model;                       // model name sent in requests (empty: the server's default)
+  std::string mode = "chat";               // chat | completion (the rendered prompt is sent verbatim)
   std::optional<int64_t> max_concurrency;  // default: extra_engine_args.max_running_requests, else 64
-  double timeout_seconds = 600;        // per request
-  int64_t max_retries = 5;             // per request, on 429 / 5xx / connection errors / timeouts
-  double down_timeout_seconds = 120;   // endpoint unreachable this long → the shard fails fast
+  double timeout_seconds = 600;            // per request
+  int64_t max_retries = 5;                 // per request, on 429 / 5xx / connection errors / timeouts
+  double down_timeout_seconds = 120;       // endpoint unreachable this long → the shard fails fast
 };
 
 struct LlmProcessor {
@@ -51,32 +51,32 @@ struct LlmProcessor {
   std::vector<std::string> server_command;  // managed servers: the command, verbatim (else built from server_args)
   double server_startup_timeout_seconds = 900;
   std::string model_path = "none";
-  int tp_size = 1;                         // default from SLURM_GPUS_ON_NODE when absent (else 1)
+  int tp_size = 1;  // default from SLURM_GPUS_ON_NODE when absent (else 1)
   bool trust_remote_code = true;
   bool disable_custom_all_reduce = false;
-  Value extra_engine_args = Value::EmptyObject();       // map string → any
-  Value default_sampling_params = Value::EmptyObject(); // map string → any, passed to every generation
-  std::string chat_template;               // template name or file
-  std::string mmproj_path;                 // server_args.mmproj_path: vision projector GGUF, hf:// ref or "auto"
+  Value extra_engine_args = Value::EmptyObject();        // map string → any
+  Value default_sampling_params = Value::EmptyObject();  // map string → any, passed to every generation
+  std::string chat_template;                             // template name or file
+  std::string mmproj_path;  // server_args.mmproj_path: vision projector GGUF, hf:// ref or "auto"
 };
 
 struct BatchApiProcessor {
-  std::string provider;                    // trimmed, lower-cased: "openai" | "anthropic"
+  std::string provider;  // trimmed, lower-cased: "openai" | "anthropic"
   int64_t max_chunk_bytes = 52428800;
   std::optional<int64_t> max_requests_per_chunk;
   std::string metadata_output_path;
-  std::string oversized_request_policy = "isolate";  // isolate | reject
-  std::string model;                       // provider default when absent
+  std::string oversized_request_policy = "isolate";     // isolate | reject
+  std::string model;                                    // provider default when absent
   std::string batch_endpoint = "/v1/chat/completions";  // openai
-  std::string completion_window = "24h";   // openai
+  std::string completion_window = "24h";                // openai
   std::optional<std::string> base_url;
-  Value metadata = Value::EmptyObject();   // openai: map string → string
-  int64_t max_tokens = 8192;               // anthropic
-  std::optional<double> temperature;       // anthropic, [0, 1]; openai (extension), [0, 2]
-  std::optional<int64_t> seed;             // openai (extension); with temperature 0 it makes answers cacheable
-  std::optional<double> top_p;             // anthropic, (0, 1]
+  Value metadata = Value::EmptyObject();  // openai: map string → string
+  int64_t max_tokens = 8192;              // anthropic
+  std::optional<double> temperature;      // anthropic, [0, 1]; openai (extension), [0, 2]
+  std::optional<int64_t> seed;            // openai (extension); with temperature 0 it makes answers cacheable
+  std::optional<double> top_p;            // anthropic, (0, 1]
   bool temperature_is_int = false, top_p_is_int = false;  // written as YAML ints: sent as ints
-  std::optional<double> timeout_seconds;   // anthropic, > 0
+  std::optional<double> timeout_seconds;                  // anthropic, > 0
   // Extensions: `run` polls until every batch is done (instead of leaving the shard submitted), every
   // poll_interval_seconds; prices (per million tokens, any currency) give the shard's cost in its stats.
   bool wait = false;
@@ -108,7 +108,7 @@ struct ImageGenSglang {
 };
 
 struct ImageGenProcessor {
-  std::string backend = "external";        // external | sglang
+  std::string backend = "external";  // external | sglang
   std::optional<ImageGenEndpoint> external;
   std::optional<ImageGenSglang> sglang;
   Value default_sampling_params = Value::EmptyObject();
@@ -147,11 +147,11 @@ struct Processor {
 // ---- processing ------------------------------------------------------------------------------------------------
 struct InputVar {
   std::string name;
-  std::string key;                     // JMESPath source text
+  std::string key;                        // JMESPath source text
   std::optional<query::Expression> expr;  // compiled key (set when valid)
-  bool image = false;                  // type: image
-  bool optional = false;               // extension: a null/missing result is allowed (variable = null)
-  std::optional<Value> default_value;  // extension: value used when the result is null/missing
+  bool image = false;                     // type: image
+  bool optional = false;                  // extension: a null/missing result is allowed (variable = null)
+  std::optional<Value> default_value;     // extension: value used when the result is null/missing
   Loc loc;
 };
 
@@ -164,18 +164,18 @@ struct SchemaField {
 
 struct OutputVar {
   std::string name;
-  std::string type;                    // processor type it is routed to
+  std::string type;  // processor type it is routed to
   Loc loc;
   std::string prompt;
   std::optional<tmpl::Template> prompt_tmpl;
-  std::string output_type;             // "JSON" (exactly) enables JSON mode
+  std::string output_type;  // "JSON" (exactly) enables JSON mode
   bool json = false;
-  std::vector<SchemaField> schema;     // llm JSON schema; batch_api: names only (all strings)
-  int64_t generation_retries = 2;      // extension (llm): regenerations after an invalid JSON output or an error
+  std::vector<SchemaField> schema;  // llm JSON schema; batch_api: names only (all strings)
+  int64_t generation_retries = 2;   // extension (llm): regenerations after an invalid JSON output or an error
   // image_gen
   std::string negative_prompt;
   std::optional<tmpl::Template> negative_prompt_tmpl;
-  std::string output_mode = "path";    // path | pil
+  std::string output_mode = "path";  // path | pil
   std::string filename_template = "generated_{{ __shard_id }}_{{ __sample_index }}_{{ __source_hash }}";
   std::optional<tmpl::Template> filename_tmpl;
   std::optional<int64_t> width, height, num_inference_steps, seed;
@@ -187,12 +187,12 @@ struct OutputMember;  // {first: key, second: node}; a struct, not a std::pair, 
 struct OutputNode {
   enum class Kind { kMap, kList, kTemplate, kConst };
   Kind kind = Kind::kConst;
-  std::vector<OutputMember> members;                        // kMap, in YAML order
-  std::vector<OutputNode> items;                            // kList
-  std::optional<tmpl::Template> tmpl;                       // kTemplate
-  std::optional<std::string> plain_var;                     // kTemplate that is exactly `{{ var }}`
-  Value constant;                                           // kConst
-  Loc loc;                                                  // where the node was written
+  std::vector<OutputMember> members;     // kMap, in YAML order
+  std::vector<OutputNode> items;         // kList
+  std::optional<tmpl::Template> tmpl;    // kTemplate
+  std::optional<std::string> plain_var;  // kTemplate that is exactly `{{ var }}`
+  Value constant;                        // kConst
+  Loc loc;                               // where the node was written
 };
 struct OutputMember {
   std::string first;
@@ -202,34 +202,34 @@ struct OutputMember {
 struct ProcessingParams {
   std::vector<InputVar> inputs;
   std::vector<OutputVar> outputs;
-  OutputNode output_schema;            // kMap
+  OutputNode output_schema;  // kMap
   bool remove_columns = false;
   bool cast_images = true;
 };
 
 // ---- loading ---------------------------------------------------------------------------------------------------
 struct DatasetConfig {
-  std::string type;                    // JSONL | loadable (HF save_to_disk directory) | parquet
-  std::string path;                    // file or glob (when splits is empty); loadable: the directory
+  std::string type;  // JSONL | loadable (HF save_to_disk directory) | parquet
+  std::string path;  // file or glob (when splits is empty); loadable: the directory
   std::vector<std::pair<std::string, std::string>> splits;  // split name → file/glob, YAML order
   std::string output_dir;
   std::optional<std::string> image_base_path;
-  std::string output_format = "hf";   // hf (HF save_to_disk layout) | jsonl | parquet
+  std::string output_format = "hf";  // hf (HF save_to_disk layout) | jsonl | parquet
   Loc loc;
 };
 
 struct LoadingParams {
   std::vector<DatasetConfig> datasets;
-  std::string state_dir;               // default ~/.cache/MMIRAGE/state_dir, ~ expanded
+  std::string state_dir;  // default ~/.cache/MMIRAGE/state_dir, ~ expanded
   int64_t num_shards = 1;
   int64_t shard_id = 0;
-  int64_t batch_size = 1;              // clamped to >= 1
+  int64_t batch_size = 1;  // clamped to >= 1
   Loc shard_id_loc, num_shards_loc;
 };
 
 // ---- execution -------------------------------------------------------------------------------------------------
 struct ExecutionParams {
-  std::string mode = "local";          // local | slurm
+  std::string mode = "local";  // local | slurm
   bool retry = false;
   bool merge = false;
   int64_t max_retries = 3;
@@ -247,36 +247,36 @@ struct ExecutionParams {
   int64_t gpus = 4;
   int64_t cpus_per_task = 288;
   std::string time_limit = "11:59:59";
-  int64_t max_failed_rows = 0;         // extension: rows allowed in errors.jsonl before the shard fails
+  int64_t max_failed_rows = 0;  // extension: rows allowed in errors.jsonl before the shard fails
   // Extensions: local execution and resume.
-  int64_t local_workers = 1;           // shard processes run at once by `run` in local mode
+  int64_t local_workers = 1;  // shard processes run at once by `run` in local mode
   // The writer commits durably every N rows (default: 256 rows with model outputs, 1,000,000 without or with only
   // custom outputs — such rows are cheap to redo and an fsync per 256 of them would dominate) ...
   std::optional<int64_t> commit_every_rows;
-  double commit_interval_seconds = 5;  // ... or every T seconds, whichever comes first
+  double commit_interval_seconds = 5;      // ... or every T seconds, whichever comes first
   double heartbeat_timeout_seconds = 300;  // a `running` shard silent this long counts as failed
   // Extensions: SLURM.
   std::optional<std::string> partition, qos, mem;
   std::optional<int64_t> array_parallelism;  // the %N throttle of --array
   std::vector<std::string> extra_sbatch_args;
-  std::optional<std::string> mmirage_bin;    // binary the array tasks run (default: this binary's absolute path)
+  std::optional<std::string> mmirage_bin;  // binary the array tasks run (default: this binary's absolute path)
   // Extensions: the generation cache (docs/generation_cache.md).
-  std::string cache = "readwrite";           // off | read | readwrite (YAML `off`/false is accepted for off)
-  std::string cache_dir;                     // resolved at load; default <parent of state_dir>/generation_cache
-  double cache_max_gb = 10;                  // sealed cache files beyond this are evicted (LRU), > 0
+  std::string cache = "readwrite";  // off | read | readwrite (YAML `off`/false is accepted for off)
+  std::string cache_dir;            // resolved at load; default <parent of state_dir>/generation_cache
+  double cache_max_gb = 10;         // sealed cache files beyond this are evicted (LRU), > 0
 };
 
 struct Config {
-  std::string path;                    // absolute path of the YAML file
-  uint64_t fingerprint = 0;            // hash of the YAML text: partial outputs of another config are not resumed
+  std::string path;          // absolute path of the YAML file
+  uint64_t fingerprint = 0;  // hash of the YAML text: partial outputs of another config are not resumed
   // Every environment variable the loader looked up (${VAR}, $VAR, HOME for ~) and its value then (nullopt:
   // unset): with the YAML text, what the expanded config depends on (part of the resume identity).
   std::map<std::string, std::optional<std::string>> expanded_vars;
-  std::vector<Processor> processors;   // YAML order
+  std::vector<Processor> processors;  // YAML order
   LoadingParams loading;
   ProcessingParams processing;
   ExecutionParams execution;
-  std::vector<std::string> warnings;   // "FILE:LINE:COL: message"
+  std::vector<std::string> warnings;  // "FILE:LINE:COL: message"
 
   // The processor an output is routed to (the last declared one of that type), or nullptr.
   const Processor* FindProcessor(const std::string& type) const;
@@ -287,8 +287,8 @@ using VarLookup = std::function<std::optional<std::string>(const std::string&)>;
 VarLookup ProcessVarLookup();
 
 struct LoadOptions {
-  Env* fs = nullptr;                    // file access; default Env::Default()
-  VarLookup vars;                       // default: the process environment
+  Env* fs = nullptr;                         // file access; default Env::Default()
+  VarLookup vars;                            // default: the process environment
   std::optional<int64_t> shard_id_override;  // --shard-id: replaces loading_params.shard_id
 };
 
@@ -296,8 +296,7 @@ struct LoadOptions {
 // followed by the warnings, each line prefixed with "warning: ".
 Result<Config> LoadConfig(const std::string& path, const LoadOptions& options = {});
 // Same, from YAML text (`name` is used in locations).
-Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& name,
-                                    const LoadOptions& options = {});
+Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& name, const LoadOptions& options = {});
 
 // Python os.path.expandvars semantics: $NAME and ${...}; undefined references stay verbatim.
 std::string ExpandEnvVars(const std::string& s, const VarLookup& vars);

@@ -41,10 +41,13 @@ void ReadEndpoint(MapReader& r, LlmProcessor* p) {
   if (e.String("base_url", &c.base_url) && c.base_url.rfind("http://", 0) != 0 && c.base_url.rfind("https://", 0) != 0)
     d->Error(e.LocOf("base_url"), r.section() + ".endpoint.base_url must start with http:// or https://");
   if (e.String("api_key_env", &c.api_key_env) && c.api_key_env.find_first_of(" $") != std::string::npos)
-    d->Error(e.LocOf("api_key_env"), r.section() + ".endpoint.api_key_env names an environment variable (the key "
-                                                    "itself never goes in the YAML)");
-  if (e.Has("api_key")) d->Error(e.LocOf("api_key"), r.section() + ".endpoint: put the key in an environment "
-                                                                    "variable and name it with api_key_env");
+    d->Error(e.LocOf("api_key_env"), r.section() +
+                                         ".endpoint.api_key_env names an environment variable (the key "
+                                         "itself never goes in the YAML)");
+  if (e.Has("api_key"))
+    d->Error(e.LocOf("api_key"), r.section() +
+                                     ".endpoint: put the key in an environment "
+                                     "variable and name it with api_key_env");
   e.Get("api_key");
   e.String("model", &c.model);
   e.Literal("mode", {"chat", "completion"}, &c.mode);
@@ -102,8 +105,9 @@ void ReadLlm(MapReader& r, const VarLookup& vars, LlmProcessor* p) {
       std::optional<int64_t> v = ParseInt64(Trim(*g));
       if (v && *v <= INT32_MAX) {
         if (*v > 0) p->tp_size = static_cast<int>(*v);
-        else r.diag()->Warn(r.LocOf("type"), "Invalid SLURM_GPUS_ON_NODE value '" + *g +
-                                                 "' (must be > 0), defaulting tp_size to 1");
+        else
+          r.diag()->Warn(r.LocOf("type"),
+                         "Invalid SLURM_GPUS_ON_NODE value '" + *g + "' (must be > 0), defaulting tp_size to 1");
       } else {
         r.diag()->Warn(r.LocOf("type"), "Invalid SLURM_GPUS_ON_NODE value '" + *g + "', defaulting tp_size to 1");
       }
@@ -149,13 +153,11 @@ void ReadBatchApi(MapReader& r, BatchApiProcessor* p) {
   if (openai) {
     if (r.String("completion_window", &p->completion_window) && p->completion_window != "24h")
       fail("completion_window", "completion_window must be one of {'24h'}");
-    if (r.String("batch_endpoint", &p->batch_endpoint) &&
-        (p->batch_endpoint.empty() || p->batch_endpoint[0] != '/'))
+    if (r.String("batch_endpoint", &p->batch_endpoint) && (p->batch_endpoint.empty() || p->batch_endpoint[0] != '/'))
       fail("batch_endpoint", "batch_endpoint must start with '/'");
     r.MapValue("metadata", &p->metadata);
     // Extensions: sent in every request's body when set (a deterministic request uses the generation cache).
-    if (r.OptDouble("temperature", &p->temperature) && p->temperature &&
-        (*p->temperature < 0 || *p->temperature > 2))
+    if (r.OptDouble("temperature", &p->temperature) && p->temperature && (*p->temperature < 0 || *p->temperature > 2))
       fail("temperature", "temperature must be in the range [0, 2] for OpenAI");
     r.OptInt("seed", &p->seed);
     for (const char* k : {"max_tokens", "top_p", "timeout_seconds"}) {
@@ -164,8 +166,7 @@ void ReadBatchApi(MapReader& r, BatchApiProcessor* p) {
     }
   } else {
     if (r.Int("max_tokens", &p->max_tokens) && p->max_tokens < 1) fail("max_tokens", "max_tokens must be >= 1");
-    if (r.OptDouble("temperature", &p->temperature) && p->temperature &&
-        (*p->temperature < 0 || *p->temperature > 1))
+    if (r.OptDouble("temperature", &p->temperature) && p->temperature && (*p->temperature < 0 || *p->temperature > 1))
       fail("temperature", "temperature must be in the range [0, 1] for Anthropic");
     if (r.OptDouble("top_p", &p->top_p) && p->top_p && (*p->top_p <= 0 || *p->top_p > 1))
       fail("top_p", "top_p must be in the range (0, 1] when provided");
@@ -282,8 +283,7 @@ void ReadCustom(MapReader& r, CustomProcessor* p) {
       d->Error(r.LocOf("command"), "command replaces script_path and function_name; give one or the other");
   } else {
     if (p->script_path.empty()) d->Error(r.LocOf("script_path"), "script_path must be a non-empty string");
-    if (p->function_name.empty())
-      d->Error(r.LocOf("function_name"), "function_name must be a non-empty string");
+    if (p->function_name.empty()) d->Error(r.LocOf("function_name"), "function_name must be a non-empty string");
   }
   if (r.Int("max_workers", &p->max_workers) && p->max_workers < 1)
     d->Error(r.LocOf("max_workers"), "max_workers must be >= 1");
@@ -344,8 +344,8 @@ void ReadProcessors(Diag* d, const VarLookup& vars, const YAML::Node& list, Conf
     }
     for (const auto& prev : c->processors) {
       if (prev.type == p.type) {
-        d->Warn(p.loc, sec + ": a second processor of type '" + type +
-                           "' replaces the earlier one (only the last is used)");
+        d->Warn(p.loc,
+                sec + ": a second processor of type '" + type + "' replaces the earlier one (only the last is used)");
       }
     }
     c->processors.push_back(std::move(p));
@@ -366,7 +366,6 @@ bool IsUnresolvedRef(const std::string& raw) {
   if (t.size() > 3 && t[0] == '$' && t[1] == '{' && t.back() == '}') return ident(t.substr(2, t.size() - 3));
   return false;
 }
-
 
 void ReadIntOrString(MapReader& r, const char* key, std::optional<int64_t> fallback, int64_t* out) {
   YAML::Node n = r.Get(key);
@@ -417,8 +416,8 @@ void ReadLoading(Diag* d, const VarLookup& vars, const YAML::Node& node, Loading
       }
       if (dr.String("output_format", &dc.output_format) && dc.output_format != "hf" && dc.output_format != "jsonl" &&
           dc.output_format != "parquet") {
-        d->Error(dr.LocOf("output_format"), sec + ".output_format: '" + dc.output_format +
-                                                "' is not one of hf, jsonl, parquet");
+        d->Error(dr.LocOf("output_format"),
+                 sec + ".output_format: '" + dc.output_format + "' is not one of hf, jsonl, parquet");
       }
       if (!dr.Has("output_dir")) d->Error(dn, sec + ": missing required key 'output_dir'");
       if (dr.String("output_dir", &dc.output_dir) && Trim(dc.output_dir).empty())
@@ -428,23 +427,26 @@ void ReadLoading(Diag* d, const VarLookup& vars, const YAML::Node& node, Loading
         for (const auto& kv : p) {
           Value v = kv.second.IsScalar() ? ResolveScalar(kv.second) : Value();
           if (!v.is_string()) {
-            d->Error(kv.second, sec + ".path." + kv.first.Scalar() + ": expected a file path, got " +
-                                    Describe(kv.second));
+            d->Error(kv.second,
+                     sec + ".path." + kv.first.Scalar() + ": expected a file path, got " + Describe(kv.second));
             continue;
           }
           if (std::string why = UnsafePathComponent(kv.first.Scalar()); !why.empty())  // path safety
-            d->Error(kv.first, "split name '" + kv.first.Scalar() + "' " + why + " (split names become folders of output_dir)");
+            d->Error(kv.first,
+                     "split name '" + kv.first.Scalar() + "' " + why + " (split names become folders of output_dir)");
           dc.splits.emplace_back(kv.first.Scalar(), ExpandEnvVars(v.as_string(), vars));
         }
         if (dc.splits.empty()) d->Error(p, sec + ".path: the split map is empty");
         if (dc.type == "loadable")
-          d->Error(p, sec + ".path: type 'loadable' takes one save_to_disk directory (a DatasetDict directory "
-                            "is read split by split), not a split map");
+          d->Error(p, sec +
+                          ".path: type 'loadable' takes one save_to_disk directory (a DatasetDict directory "
+                          "is read split by split), not a split map");
       } else if (p.IsDefined()) {
         dr.String("path", &dc.path);  // re-reads with type checking
       }
       if (dc.path.empty() && dc.splits.empty() && !(p.IsDefined() && p.IsMap()))
-        d->Error(p.IsDefined() ? p : YAML::Node(dn), sec + ".path: a dataset needs a non-empty path (file, glob or split map)");
+        d->Error(p.IsDefined() ? p : YAML::Node(dn),
+                 sec + ".path: a dataset needs a non-empty path (file, glob or split map)");
       dr.OptString("image_base_path", &dc.image_base_path);
       dr.Finish();
       lp->datasets.push_back(std::move(dc));
@@ -495,7 +497,8 @@ void ReadExecution(Diag* d, const VarLookup& vars, const YAML::Node& node, Execu
   r.OptString("account", &e->account);
   if (r.String("job_name", &e->job_name)) {
     if (std::string why = UnsafePathComponent(e->job_name); !why.empty())
-      d->Error(r.LocOf("job_name"), "execution_params.job_name '" + e->job_name + "' " + why + " (it names files in report_dir)");
+      d->Error(r.LocOf("job_name"),
+               "execution_params.job_name '" + e->job_name + "' " + why + " (it names files in report_dir)");
   }
   r.OptString("reservation", &e->reservation);
   r.Int("nodes", &e->nodes);
@@ -523,8 +526,8 @@ void ReadExecution(Diag* d, const VarLookup& vars, const YAML::Node& node, Execu
   Value cache;
   if (r.AnyValue("cache", &cache)) {
     if (cache.is_bool()) cache = Value(cache.as_bool() ? "readwrite" : "off");  // YAML reads `off` as false
-    if (cache.is_string() && (cache.as_string() == "off" || cache.as_string() == "read" ||
-                              cache.as_string() == "readwrite")) {
+    if (cache.is_string() &&
+        (cache.as_string() == "off" || cache.as_string() == "read" || cache.as_string() == "readwrite")) {
       e->cache = cache.as_string();
     } else {
       d->Error(r.LocOf("cache"), "execution_params.cache must be off, read or readwrite, got " + ToJson(cache));
@@ -572,31 +575,29 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
   if (!root.IsMap()) return Status::InvalidArgument(diag.LocOf(root).ToString() + ": the config must be a YAML map");
   // yaml-cpp throws on some node misuse (found by fuzz/fuzz_config): whatever slips through is a config error.
   try {
-  if (std::string shape = CheckYamlShape(diag, root); !shape.empty()) return Status::InvalidArgument(shape);
-  MapReader top(&diag, &vars, root, "");
-  for (const char* req : {"processors", "loading_params", "processing_params"}) {
-    if (!top.Has(req)) diag.Error(Loc{name, 1, 1}, std::string("missing required section '") + req + "'");
-  }
-  if (top.Has("processors")) ReadProcessors(&diag, vars, top.Get("processors"), &c);
-  if (top.Has("loading_params")) ReadLoading(&diag, vars, top.Get("loading_params"), &c.loading);
-  ReadExecution(&diag, vars, top.Get("execution_params"), &c.execution);
-  if (c.execution.cache_dir.empty()) {  // beside the state directory: the configs of one pipeline share it
-    std::string sd = c.loading.state_dir;
-    while (sd.size() > 1 && sd.back() == '/') sd.pop_back();
-    size_t slash = sd.rfind('/');
-    std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : sd.substr(0, slash);
-    c.execution.cache_dir = parent + (parent == "/" ? "" : "/") + "generation_cache";
-  }
-  if (options.shard_id_override) c.loading.shard_id = *options.shard_id_override;
-  if (top.Has("processing_params")) ReadProcessing(&diag, vars, yaml, top.Get("processing_params"), &c);
-  top.Get("processors");
-  top.Get("loading_params");
-  top.Get("processing_params");
-  top.Finish();
-  ValidateConfig(&diag, &c);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(name + ": invalid config: " + e.what());
-  }
+    if (std::string shape = CheckYamlShape(diag, root); !shape.empty()) return Status::InvalidArgument(shape);
+    MapReader top(&diag, &vars, root, "");
+    for (const char* req : {"processors", "loading_params", "processing_params"}) {
+      if (!top.Has(req)) diag.Error(Loc{name, 1, 1}, std::string("missing required section '") + req + "'");
+    }
+    if (top.Has("processors")) ReadProcessors(&diag, vars, top.Get("processors"), &c);
+    if (top.Has("loading_params")) ReadLoading(&diag, vars, top.Get("loading_params"), &c.loading);
+    ReadExecution(&diag, vars, top.Get("execution_params"), &c.execution);
+    if (c.execution.cache_dir.empty()) {  // beside the state directory: the configs of one pipeline share it
+      std::string sd = c.loading.state_dir;
+      while (sd.size() > 1 && sd.back() == '/') sd.pop_back();
+      size_t slash = sd.rfind('/');
+      std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : sd.substr(0, slash);
+      c.execution.cache_dir = parent + (parent == "/" ? "" : "/") + "generation_cache";
+    }
+    if (options.shard_id_override) c.loading.shard_id = *options.shard_id_override;
+    if (top.Has("processing_params")) ReadProcessing(&diag, vars, yaml, top.Get("processing_params"), &c);
+    top.Get("processors");
+    top.Get("loading_params");
+    top.Get("processing_params");
+    top.Finish();
+    ValidateConfig(&diag, &c);
+  } catch (const YAML::Exception& e) { return Status::InvalidArgument(name + ": invalid config: " + e.what()); }
   c.expanded_vars = *looked_up;
   c.warnings = std::move(diag.warnings);
   if (!diag.errors.empty()) {

@@ -111,8 +111,7 @@ bool ReadBound(Diag* d, const YAML::Node& b, const std::string& which, FieldType
 }
 
 void ReadSchema(Diag* d, const VarLookup& vars, const YAML::Node& n, OutputVar* o) {
-  const std::vector<std::string> kTypeNames = {"bool", "boolean", "float", "int", "integer", "number", "str",
-                                               "string"};
+  const std::vector<std::string> kTypeNames = {"bool", "boolean", "float", "int", "integer", "number", "str", "string"};
   std::string type_list;
   for (const auto& t : kTypeNames) type_list += (type_list.empty() ? "'" : ", '") + t + "'";
   if (n.IsSequence()) {
@@ -269,7 +268,8 @@ void ReadOutputs(Diag* d, const VarLookup& vars, const std::string& yaml, const 
       continue;
     }
     if (o.type == "llm" || o.type == "batch_api" || o.type == "image_gen") {
-      if (r.String("prompt", &o.prompt)) o.prompt_tmpl = ParseTemplate(d, r.Get("prompt"), yaml, sec + ".prompt", o.prompt);
+      if (r.String("prompt", &o.prompt))
+        o.prompt_tmpl = ParseTemplate(d, r.Get("prompt"), yaml, sec + ".prompt", o.prompt);
       else o.prompt_tmpl = ParseTemplate(d, YAML::Node(), yaml, sec + ".prompt", o.prompt);
     }
     if (o.type == "llm" || o.type == "batch_api") {
@@ -279,8 +279,8 @@ void ReadOutputs(Diag* d, const VarLookup& vars, const std::string& yaml, const 
         std::string lower;
         for (char c : o.output_type) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
         if (lower == "json")
-          d->Warn(r.LocOf("output_type"), sec + ": output_type '" + o.output_type +
-                                              "' means plain text; write exactly 'JSON' for JSON output");
+          d->Warn(r.LocOf("output_type"),
+                  sec + ": output_type '" + o.output_type + "' means plain text; write exactly 'JSON' for JSON output");
       }
       YAML::Node sn = r.Get("output_schema");
       if (sn.IsDefined() && !sn.IsNull()) {
@@ -295,8 +295,8 @@ void ReadOutputs(Diag* d, const VarLookup& vars, const std::string& yaml, const 
       if (o.type == "llm" && r.Int("generation_retries", &o.generation_retries) && o.generation_retries < 0)
         d->Error(r.LocOf("generation_retries"), sec + ": generation_retries must be >= 0");
       if (o.type == "llm" && o.json && o.schema.empty() && !(sn.IsDefined() && sn.size() > 0))
-        d->Error(r.LocOf("output_type"), sec + ": Output variable " + o.name +
-                                             " has output_type=JSON but no output_schema defined.");
+        d->Error(r.LocOf("output_type"),
+                 sec + ": Output variable " + o.name + " has output_type=JSON but no output_schema defined.");
     }
     if (o.type == "image_gen") {
       if (r.String("negative_prompt", &o.negative_prompt) && !o.negative_prompt.empty())
@@ -304,8 +304,8 @@ void ReadOutputs(Diag* d, const VarLookup& vars, const std::string& yaml, const 
             ParseTemplate(d, r.Get("negative_prompt"), yaml, sec + ".negative_prompt", o.negative_prompt);
       r.Literal("output_mode", {"path", "pil"}, &o.output_mode);
       r.String("filename_template", &o.filename_template);
-      o.filename_tmpl = ParseTemplate(d, r.Get("filename_template"), yaml, sec + ".filename_template",
-                                      o.filename_template);
+      o.filename_tmpl =
+          ParseTemplate(d, r.Get("filename_template"), yaml, sec + ".filename_template", o.filename_template);
       r.OptInt("width", &o.width);
       r.OptInt("height", &o.height);
       r.OptInt("num_inference_steps", &o.num_inference_steps);
@@ -330,7 +330,8 @@ OutputNode ReadOutputNode(Diag* d, const VarLookup& vars, const std::string& yam
   } else if (n.IsSequence()) {
     out.kind = OutputNode::Kind::kList;
     int i = 0;
-    for (const auto& e : n) out.items.push_back(ReadOutputNode(d, vars, yaml, e, path + "[" + std::to_string(i++) + "]"));
+    for (const auto& e : n)
+      out.items.push_back(ReadOutputNode(d, vars, yaml, e, path + "[" + std::to_string(i++) + "]"));
   } else {
     Value v = (n.IsDefined() && n.IsScalar()) ? ResolveScalar(n) : Value();
     if (v.is_string()) {

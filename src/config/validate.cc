@@ -36,8 +36,9 @@ void CheckOutputSchemaNames(Diag* d, const OutputNode& node, const std::set<std:
       if (!node.tmpl) break;
       for (const auto& name : node.tmpl->UndeclaredVariables()) {
         if (known.count(name) || !warned->insert(name).second) continue;
-        d->Warn(node.loc, "output_schema uses '" + name + "', which is neither an input nor an output; it renders as "
-                     "an empty string");
+        d->Warn(node.loc, "output_schema uses '" + name +
+                              "', which is neither an input nor an output; it renders as "
+                              "an empty string");
       }
       break;
     case OutputNode::Kind::kConst: break;
@@ -64,22 +65,20 @@ std::string TemplateLiteralText(const std::string& t) {
 
 void ValidateConfig(Diag* d, Config* c) {
   LoadingParams& lp = c->loading;
-  if (lp.datasets.empty()) {
-    d->Error(Loc{d->file(), 1, 1}, "No datasets provided in config.loading_params.datasets");
-  }
+  if (lp.datasets.empty()) { d->Error(Loc{d->file(), 1, 1}, "No datasets provided in config.loading_params.datasets"); }
   if (lp.num_shards < 1) {
     d->Error(lp.num_shards_loc, "loading_params.num_shards must be >= 1, got " + std::to_string(lp.num_shards));
   } else if (lp.shard_id < 0 || lp.shard_id >= lp.num_shards) {
-    d->Error(lp.shard_id_loc, "Invalid shard_id=" + std::to_string(lp.shard_id) +
-                                  ", num_shards=" + std::to_string(lp.num_shards) +
-                                  " (expected 0 <= shard_id < num_shards)");
+    d->Error(lp.shard_id_loc, "Invalid shard_id=" + std::to_string(lp.shard_id) + ", num_shards=" +
+                                  std::to_string(lp.num_shards) + " (expected 0 <= shard_id < num_shards)");
   }
 
   int sglang_image = 0;
   for (const auto& p : c->processors) {
     if (p.type == "image_gen" && p.image_gen.backend == "sglang") ++sglang_image;
   }
-  if (sglang_image > 1) d->Error(c->processors.back().loc, "Only one backend='sglang' image_gen processor is supported per run");
+  if (sglang_image > 1)
+    d->Error(c->processors.back().loc, "Only one backend='sglang' image_gen processor is supported per run");
 
   std::set<std::string> declared_types;
   for (const auto& p : c->processors) declared_types.insert(p.type);
@@ -103,9 +102,10 @@ void ValidateConfig(Diag* d, Config* c) {
     if (o.negative_prompt_tmpl)
       CheckTemplateNames(d, o.loc, "output '" + o.name + "' negative_prompt", *o.negative_prompt_tmpl, known, kNoExtra);
     if (o.filename_tmpl && TemplateLiteralText(o.filename_template).find_first_of("/\\") != std::string::npos) {
-      d->Warn(o.loc, "output '" + o.name + "' filename_template '" + o.filename_template + "' holds a path separator: "
-                     "images are written directly in the processor's output_dir, with every character other than "
-                     "A-Z a-z 0-9 . _ - replaced by '_' (no sub-folders, nothing outside it)");
+      d->Warn(o.loc, "output '" + o.name + "' filename_template '" + o.filename_template +
+                         "' holds a path separator: "
+                         "images are written directly in the processor's output_dir, with every character other than "
+                         "A-Z a-z 0-9 . _ - replaced by '_' (no sub-folders, nothing outside it)");
     }
     if (o.filename_tmpl)
       CheckTemplateNames(d, o.loc, "output '" + o.name + "' filename_template", *o.filename_tmpl, known,

@@ -46,9 +46,7 @@ void CheckFinite(Diag* d, const YAML::Node& n, const std::string& field) {
 
 }  // namespace
 
-std::string Loc::ToString() const {
-  return file + ":" + std::to_string(line) + ":" + std::to_string(col);
-}
+std::string Loc::ToString() const { return file + ":" + std::to_string(line) + ":" + std::to_string(col); }
 
 Loc Diag::LocOf(const YAML::Node& n) const {
   Loc loc;
@@ -106,8 +104,7 @@ Value ResolveScalar(const YAML::Node& n) {
       }
       return Value(std::strtod(t.c_str(), nullptr));
     }
-  } catch (const std::regex_error&) {
-  }
+  } catch (const std::regex_error&) {}
   return Value(s);
 }
 
@@ -374,7 +371,7 @@ void MapReader::Finish() {
     }
     std::string where = section_.empty() ? "at top level" : "in " + section_;
     diag_->Warn(kv.first, "unknown key '" + k + "' " + where + " (ignored)" +
-                               (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+                              (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
   }
 }
 

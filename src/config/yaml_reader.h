@@ -54,7 +54,7 @@ class MapReader {
   MapReader(Diag* diag, const VarLookup* vars, const YAML::Node& map, std::string section);
 
   bool Has(const char* key) const;
-  YAML::Node Get(const char* key);  // undefined node when absent
+  YAML::Node Get(const char* key);   // undefined node when absent
   Loc LocOf(const char* key) const;  // location of the value (or of the map when absent)
   const std::string& section() const { return section_; }
   Diag* diag() const { return diag_; }

@@ -14,7 +14,8 @@ Result<std::vector<std::string>> ExpandPattern(Env* env, const std::string& patt
   if (!HasGlobChars(pattern)) {
     if (!env->FileExists(pattern)) return Status::NotFound("dataset file not found: " + pattern);
     if (env->IsDirectory(pattern)) {
-      return Status::InvalidArgument(std::string("dataset path is a directory, expected ") + what + " file or glob: " + pattern);
+      return Status::InvalidArgument(std::string("dataset path is a directory, expected ") + what +
+                                     " file or glob: " + pattern);
     }
     return std::vector<std::string>{pattern};
   }
@@ -56,8 +57,9 @@ Result<std::vector<DatasetPart>> ResolveDatasetParts(Env* env, const std::string
                                                      const std::vector<std::pair<std::string, std::string>>& splits) {
   if (type == "loadable") {
     if (!splits.empty())
-      return Status::InvalidArgument("type 'loadable' takes one save_to_disk directory as path, not a split map "
-                                     "(a DatasetDict directory is read split by split)");
+      return Status::InvalidArgument(
+          "type 'loadable' takes one save_to_disk directory as path, not a split map "
+          "(a DatasetDict directory is read split by split)");
     return ResolveHfDataset(env, path);
   }
   if (type != "parquet") return ResolveDatasetParts(env, path, splits);
@@ -99,8 +101,7 @@ RowRange ShardRange(uint64_t n, uint64_t num_shards, uint64_t shard_id) {
   return range;
 }
 
-RowStream::RowStream(Env* env, DatasetPart part, RowRange range)
-    : env_(env), part_(std::move(part)), range_(range) {
+RowStream::RowStream(Env* env, DatasetPart part, RowRange range) : env_(env), part_(std::move(part)), range_(range) {
   if (part_.format != DataFormat::kJsonl) arrow_ = std::make_unique<ArrowRowSource>(part_, range_);
 }
 

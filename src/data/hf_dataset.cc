@@ -18,7 +18,8 @@ std::string ListedFile(const Value& entry) {
 Result<DatasetPart> ResolveHfDatasetDir(Env* env, const std::string& dir, const std::string& split) {
   std::string state_path = JoinPath(dir, "state.json");
   if (!env->IsRegularFile(state_path)) {
-    return Status::InvalidArgument(dir + " is not an HF save_to_disk dataset directory (no state.json or "
+    return Status::InvalidArgument(dir +
+                                   " is not an HF save_to_disk dataset directory (no state.json or "
                                    "dataset_dict.json)");
   }
   MMIRAGE_ASSIGN_OR_RETURN(std::string text, env->ReadFileToString(state_path));

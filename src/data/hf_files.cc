@@ -49,8 +49,8 @@ class JsonlSource : public RowSource {
       if (!IsBlankLine(line)) break;
     }
     auto v = ParseJson(line);
-    if (!v.ok()) return Status::Corruption(path_ + ":" + std::to_string(reader_->line_number()) + ": " +
-                                           v.status().message());
+    if (!v.ok())
+      return Status::Corruption(path_ + ":" + std::to_string(reader_->line_number()) + ": " + v.status().message());
     if (!UntagBytes(&*v))
       return Status::Corruption(path_ + ":" + std::to_string(reader_->line_number()) + ": bad tagged bytes value");
     *row = std::move(*v);

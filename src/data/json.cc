@@ -88,9 +88,7 @@ Result<simdjson::dom::element> ParseDom(std::string_view text) {
   thread_local simdjson::dom::parser parser;
   // simdjson needs SIMDJSON_PADDING readable bytes after the text; copy into a padded buffer.
   thread_local simdjson::padded_string buf;
-  if (buf.size() < text.size() || buf.size() > text.size() + (1 << 20)) {
-    buf = simdjson::padded_string(text.size());
-  }
+  if (buf.size() < text.size() || buf.size() > text.size() + (1 << 20)) { buf = simdjson::padded_string(text.size()); }
   if (!text.empty()) std::memcpy(buf.data(), text.data(), text.size());  // memcpy(_, nullptr, 0) is UB
   simdjson::dom::element root;
   auto err = parser.parse(buf.data(), text.size(), false).get(root);
@@ -202,18 +200,25 @@ void AppendJsonString(std::string_view s, std::string* out) {
       case '\t': out->append("\\t"); break;
       case '\b': out->append("\\b"); break;
       case '\f': out->append("\\f"); break;
-      default:
-        out->append("\\u");
-        AppendHexDigits(c, 4, out);
+      default: out->append("\\u"); AppendHexDigits(c, 4, out);
     }
   }
   out->push_back('"');
 }
 
 void AppendDouble(double d, std::string* out) {
-  if (std::isnan(d)) { out->append("nan"); return; }
-  if (std::isinf(d)) { out->append(d < 0 ? "-inf" : "inf"); return; }
-  if (d == 0) { out->append(std::signbit(d) ? "-0.0" : "0.0"); return; }
+  if (std::isnan(d)) {
+    out->append("nan");
+    return;
+  }
+  if (std::isinf(d)) {
+    out->append(d < 0 ? "-inf" : "inf");
+    return;
+  }
+  if (d == 0) {
+    out->append(std::signbit(d) ? "-0.0" : "0.0");
+    return;
+  }
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
   // buf = [-]D[.DDDD]e[+-]XX
@@ -222,7 +227,8 @@ void AppendDouble(double d, std::string* out) {
   if (neg) sci.remove_prefix(1);
   size_t epos = sci.find('e');
   std::string digits;
-  for (size_t i = 0; i < epos; ++i) if (sci[i] != '.') digits.push_back(sci[i]);
+  for (size_t i = 0; i < epos; ++i)
+    if (sci[i] != '.') digits.push_back(sci[i]);
   int exp10 = std::atoi(std::string(sci.substr(epos + 1)).c_str());
   if (neg) out->push_back('-');
   if (exp10 >= -5 + 1 && exp10 < 16) {  // Python: fixed when -4 <= exp < 16
@@ -298,7 +304,10 @@ void AppendJsonStringEscaped(std::string_view s, bool ascii, bool html, std::str
       case '\t': out->append("\\t"); break;
       case '\b': out->append("\\b"); break;
       case '\f': out->append("\\f"); break;
-      case '<': case '>': case '&': case '\'':
+      case '<':
+      case '>':
+      case '&':
+      case '\'':
         if (html) AppendU16Escape(c, out);
         else out->push_back(static_cast<char>(c));
         break;

@@ -51,9 +51,9 @@ struct JsonWriteOptions {
                                    // ill-formed UTF-8 sequence as \ufffd
   bool html_safe = false;          // also < > & ' as \u003c \u003e \u0026 \u0027 (Jinja's tojson)
   enum class Bytes { kBase64, kTagged, kError };
-  Bytes bytes = Bytes::kBase64;    // a bytes value: a base64 string, "\u0000b64:" + base64, or an error
-  int max_depth = 0;               // > 0: a value nested deeper than this fails
-  size_t max_bytes = 0;            // > 0: fails once more than this many bytes are written
+  Bytes bytes = Bytes::kBase64;  // a bytes value: a base64 string, "\u0000b64:" + base64, or an error
+  int max_depth = 0;             // > 0: a value nested deeper than this fails
+  size_t max_bytes = 0;          // > 0: fails once more than this many bytes are written
 };
 
 // Appends `v` to *out as JSON. OK unless an option fails it (kInvalidArgument: "Object of type bytes is not JSON

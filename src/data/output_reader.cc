@@ -50,8 +50,9 @@ Result<std::vector<DatasetPart>> ResolveDir(Env* env, const std::string& dir, co
     parts.push_back(DatasetPart{split, {JoinPath(dir, "data.jsonl")}, DataFormat::kJsonl});
     return parts;
   }
-  return Status::InvalidArgument(dir + " holds no dataset (no dataset_dict.json, state.json, data.parquet or "
-                                       "data.jsonl)");
+  return Status::InvalidArgument(dir +
+                                 " holds no dataset (no dataset_dict.json, state.json, data.parquet or "
+                                 "data.jsonl)");
 }
 
 }  // namespace

@@ -2,8 +2,7 @@
 
 namespace mmirage {
 
-SliceIndices PySliceIndices(int64_t length, std::optional<int64_t> start, std::optional<int64_t> stop,
-                            int64_t step) {
+SliceIndices PySliceIndices(int64_t length, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
   // Python's PySlice_AdjustIndices, in 128-bit arithmetic so that v + length and the stride never overflow.
   const __int128 n = length;
   auto adjust = [&](std::optional<int64_t> v, __int128 dflt) -> __int128 {

@@ -38,8 +38,7 @@ bool UntagBytes(Value* v) {
       for (auto& m : v->mutable_object()) ok = UntagBytes(&m.second) && ok;
       return ok;
     }
-    default:
-      return true;
+    default: return true;
   }
 }
 

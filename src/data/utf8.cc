@@ -62,9 +62,9 @@ char32_t DecodeUtf8(std::string_view s, size_t* pos) {
     return kReplacementCharacter;
   }
   auto b = [&](size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(s[i + k]) & 0x3F); };
-  char32_t cp = n == 2 ? (static_cast<char32_t>(c & 0x1F) << 6) | b(1)
-              : n == 3 ? (static_cast<char32_t>(c & 0x0F) << 12) | (b(1) << 6) | b(2)
-                       : (static_cast<char32_t>(c & 0x07) << 18) | (b(1) << 12) | (b(2) << 6) | b(3);
+  char32_t cp = n == 2   ? (static_cast<char32_t>(c & 0x1F) << 6) | b(1)
+                : n == 3 ? (static_cast<char32_t>(c & 0x0F) << 12) | (b(1) << 6) | b(2)
+                         : (static_cast<char32_t>(c & 0x07) << 18) | (b(1) << 12) | (b(2) << 6) | b(3);
   *pos = i + n;
   return cp;
 }

@@ -25,16 +25,16 @@ class Value {
   using Member = std::pair<std::string, Value>;
   using Object = std::vector<Member>;
 
-  Value() : type_(Type::kNull), i_(0) {}  // null
-  Value(std::nullptr_t) : Value() {}  // NOLINT
-  Value(bool b) : type_(Type::kBool), i_(0) { b_ = b; }  // NOLINT
-  Value(int v) : type_(Type::kInt), i_(v) {}  // NOLINT
-  Value(int64_t v) : type_(Type::kInt), i_(v) {}  // NOLINT
-  Value(double v) : type_(Type::kDouble), d_(v) {}  // NOLINT
-  Value(std::string s) : type_(Type::kString), s_(std::move(s)) {}  // NOLINT
-  Value(std::string_view s) : type_(Type::kString), s_(s) {}  // NOLINT
-  Value(const char* s) : type_(Type::kString), s_(s) {}  // NOLINT
-  Value(Array a) : type_(Type::kArray), a_(std::make_shared<Array>(std::move(a))) {}  // NOLINT
+  Value() : type_(Type::kNull), i_(0) {}                                                 // null
+  Value(std::nullptr_t) : Value() {}                                                     // NOLINT
+  Value(bool b) : type_(Type::kBool), i_(0) { b_ = b; }                                  // NOLINT
+  Value(int v) : type_(Type::kInt), i_(v) {}                                             // NOLINT
+  Value(int64_t v) : type_(Type::kInt), i_(v) {}                                         // NOLINT
+  Value(double v) : type_(Type::kDouble), d_(v) {}                                       // NOLINT
+  Value(std::string s) : type_(Type::kString), s_(std::move(s)) {}                       // NOLINT
+  Value(std::string_view s) : type_(Type::kString), s_(s) {}                             // NOLINT
+  Value(const char* s) : type_(Type::kString), s_(s) {}                                  // NOLINT
+  Value(Array a) : type_(Type::kArray), a_(std::make_shared<Array>(std::move(a))) {}     // NOLINT
   Value(Object o) : type_(Type::kObject), o_(std::make_shared<Object>(std::move(o))) {}  // NOLINT
   Value(const Value& other) { CopyFrom(other); }
   Value(Value&& other) noexcept { MoveFrom(std::move(other)); }

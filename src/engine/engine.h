@@ -24,14 +24,14 @@ namespace mmirage::engine {
 
 // Sampling parameters (SGLang names and defaults where they exist).
 struct SamplingParams {
-  double temperature = 1.0;          // 0 = greedy
+  double temperature = 1.0;  // 0 = greedy
   double top_p = 1.0;
-  int top_k = -1;                    // -1 = disabled
+  int top_k = -1;  // -1 = disabled
   double min_p = 0.0;
   int max_new_tokens = 128;
-  std::vector<std::string> stop;     // generation stops before any of these strings
-  std::optional<uint64_t> seed;      // default: engine seed
-  double repetition_penalty = 1.0;   // 1 = off
+  std::vector<std::string> stop;    // generation stops before any of these strings
+  std::optional<uint64_t> seed;     // default: engine seed
+  double repetition_penalty = 1.0;  // 1 = off
   double frequency_penalty = 0.0;
   double presence_penalty = 0.0;
   bool ignore_eos = false;
@@ -57,12 +57,12 @@ size_t CountImageMarkers(const std::string& text);
 std::string SniffImageMime(std::string_view bytes);
 
 struct Request {
-  std::string prompt;                // the user message (chat) or the raw text (raw_prompt = true)
-  std::vector<ImageInput> images;    // one per kImageMarker in prompt, in order
-  bool raw_prompt = false;           // true: no chat template is applied
-  Value chat_template_kwargs;        // object or null, e.g. {"enable_thinking": false}
+  std::string prompt;              // the user message (chat) or the raw text (raw_prompt = true)
+  std::vector<ImageInput> images;  // one per kImageMarker in prompt, in order
+  bool raw_prompt = false;         // true: no chat template is applied
+  Value chat_template_kwargs;      // object or null, e.g. {"enable_thinking": false}
   SamplingParams sampling;
-  std::string json_schema;           // non-empty: constrain the output to this JSON schema (a JSON text)
+  std::string json_schema;  // non-empty: constrain the output to this JSON schema (a JSON text)
 };
 
 enum class FinishReason { kStop, kLength, kError };
@@ -102,9 +102,9 @@ struct EngineCounters {
   int64_t prompt_tokens_reused = 0;     // prompt tokens served from a shared prefix
   int64_t tokens_generated = 0;
   int64_t decode_calls = 0;
-  int64_t images_encoded = 0;           // images run through the vision encoder
-  int64_t images_reused = 0;            // images whose encoding was served from the encode cache
-  int64_t image_tokens = 0;             // image tokens decoded into sequences (also in prompt_tokens_evaluated)
+  int64_t images_encoded = 0;  // images run through the vision encoder
+  int64_t images_reused = 0;   // images whose encoding was served from the encode cache
+  int64_t image_tokens = 0;    // image tokens decoded into sequences (also in prompt_tokens_evaluated)
 };
 
 }  // namespace mmirage::engine

@@ -21,26 +21,26 @@ class Env;
 namespace mmirage::engine {
 
 struct LlamaEngineOptions {
-  std::string model_path;            // GGUF file
-  std::string chat_template_file;    // empty: the model's own template
-  std::string mmproj_path;           // vision projector GGUF (libmtmd); empty: text only (images are an error)
+  std::string model_path;          // GGUF file
+  std::string chat_template_file;  // empty: the model's own template
+  std::string mmproj_path;         // vision projector GGUF (libmtmd); empty: text only (images are an error)
   size_t image_cache_bytes = size_t{256} << 20;  // embeddings of recent images, reused by image hash; 0: off
-  int n_parallel = 8;                // parallel sequences (SGLang max_running_requests)
-  int n_ctx_seq = 4096;              // context per sequence (SGLang context_length), tokens; total = × n_parallel
-  int n_batch = 2048;                // tokens per decode call (SGLang chunked_prefill_size); at least n_parallel
+  int n_parallel = 8;                            // parallel sequences (SGLang max_running_requests)
+  int n_ctx_seq = 4096;  // context per sequence (SGLang context_length), tokens; total = × n_parallel
+  int n_batch = 2048;    // tokens per decode call (SGLang chunked_prefill_size); at least n_parallel
   int n_ubatch = 512;
   int n_threads = 0;                 // 0 = the usable CPUs less those other processes keep busy (util/cpu_load.h)
   int n_gpu_layers = -1;             // -1 = all layers when a GPU backend is present
   std::string flash_attn = "auto";   // auto | on | off
   std::string cache_type_k = "f16";  // KV cache types
   std::string cache_type_v = "f16";
-  bool prefix_reuse = true;          // share a common prompt prefix between sequences (see llama_prefix.h)
-  int min_prefix_tokens = 32;        // shortest prefix worth sharing, tokens
-  uint64_t seed = 0;                 // default sampling seed
+  bool prefix_reuse = true;    // share a common prompt prefix between sequences (see llama_prefix.h)
+  int min_prefix_tokens = 32;  // shortest prefix worth sharing, tokens
+  uint64_t seed = 0;           // default sampling seed
   // Debug switch for a batch-synchronous loop (MMIRAGE's): requests are admitted only when every
   // sequence is idle (benchmarks only).
   bool batch_barrier = false;
-  Env* env = nullptr;                // file checks and reads, clock; nullptr: Env::Default(). Borrowed.
+  Env* env = nullptr;  // file checks and reads, clock; nullptr: Env::Default(). Borrowed.
 };
 
 // Loads the model, creates the context (n_seq_max = n_parallel + 1: the extra sequence holds the shared prefix;

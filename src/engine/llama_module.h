@@ -22,9 +22,9 @@ namespace mmirage::engine::llama_module {
 struct Api {
   int abi;              // kAbi of the build that made the module
   const char* version;  // MMIRAGE_VERSION of that build
-  Result<std::unique_ptr<Engine>> (*create_engine)(const LlamaEngineOptions& options);           // CreateLlamaEngine
-  EngineCounters (*engine_counters)(const Engine& engine);                                        // GetEngineCounters
-  Result<std::unique_ptr<PromptTokenizer>> (*create_tokenizer)(const std::string& model_path,     // CreateLlamaTokenizer
+  Result<std::unique_ptr<Engine>> (*create_engine)(const LlamaEngineOptions& options);         // CreateLlamaEngine
+  EngineCounters (*engine_counters)(const Engine& engine);                                     // GetEngineCounters
+  Result<std::unique_ptr<PromptTokenizer>> (*create_tokenizer)(const std::string& model_path,  // CreateLlamaTokenizer
                                                                const std::string& chat_template_file);
 };
 inline constexpr int kAbi = 1;  // bump when Api or a type it passes changes

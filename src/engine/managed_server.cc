@@ -32,7 +32,9 @@ class ManagedServerEngine : public Engine {
   ManagedServerEngine(std::unique_ptr<ManagedServer> server, std::unique_ptr<Engine> engine)
       : server_(std::move(server)), engine_(std::move(engine)) {}
   ~ManagedServerEngine() override { Shutdown(); }
-  void Submit(Request request, CompletionCallback done) override { engine_->Submit(std::move(request), std::move(done)); }
+  void Submit(Request request, CompletionCallback done) override {
+    engine_->Submit(std::move(request), std::move(done));
+  }
   int Capacity() const override { return engine_->Capacity(); }
   double LoadSeconds() const override { return engine_->LoadSeconds(); }
   int NumGpus() const override { return engine_->NumGpus(); }
@@ -86,8 +88,8 @@ Result<std::unique_ptr<ManagedServer>> ManagedServer::Start(const ManagedServerO
     return Status::Unavailable(healthy.message() + "; last lines of " + o.log_path + ":\n" + tail);
   }
   server->startup_seconds_ = static_cast<double>(o.env->MonotonicMicros() - start_us) / 1e6;
-  LOG_INFO(o.name << " healthy after " << FormatDouble(static_cast<double>(static_cast<int64_t>(
-                                                           server->startup_seconds_ * 1000)) / 1000)
+  LOG_INFO(o.name << " healthy after "
+                  << FormatDouble(static_cast<double>(static_cast<int64_t>(server->startup_seconds_ * 1000)) / 1000)
                   << " s (pid " << server->pid() << ")");
   return server;
 }
@@ -100,7 +102,8 @@ Status ManagedServer::WaitHealthy() {
   while (true) {
     if (auto exit = process_->Poll()) {
       int st = *exit;
-      std::string how = st >= 128 ? "killed by signal " + std::to_string(st - 128) : "exit status " + std::to_string(st);
+      std::string how =
+          st >= 128 ? "killed by signal " + std::to_string(st - 128) : "exit status " + std::to_string(st);
       return Status::Unavailable(options_.name + " exited (" + how + ") before becoming healthy");
     }
     HttpRequest r;
@@ -115,9 +118,9 @@ Status ManagedServer::WaitHealthy() {
     }
     double waited = static_cast<double>(env->MonotonicMicros() - start) / 1e6;
     if (waited >= options_.startup_timeout_seconds) {
-      return Status::Unavailable(options_.name + " not healthy after " + std::to_string(static_cast<int64_t>(waited)) +
-                                 " s (server_startup_timeout_seconds=" +
-                                 FormatDouble(options_.startup_timeout_seconds) + ")");
+      return Status::Unavailable(
+          options_.name + " not healthy after " + std::to_string(static_cast<int64_t>(waited)) +
+          " s (server_startup_timeout_seconds=" + FormatDouble(options_.startup_timeout_seconds) + ")");
     }
     env->SleepMicros(static_cast<uint64_t>(options_.poll_interval_seconds * 1e6));
   }
@@ -133,8 +136,8 @@ void ManagedServer::Stop() {
   uint64_t deadline = env->MonotonicMicros() + static_cast<uint64_t>(options_.stop_grace_seconds * 1e6);
   while (!process_->Poll().has_value() && env->MonotonicMicros() < deadline) env->SleepMicros(20000);
   if (!process_->Poll().has_value()) {
-    LOG_WARN(options_.name << " (pid " << process_->pid() << ") still running " << FormatDouble(options_.stop_grace_seconds)
-                           << " s after SIGTERM; sending SIGKILL");
+    LOG_WARN(options_.name << " (pid " << process_->pid() << ") still running "
+                           << FormatDouble(options_.stop_grace_seconds) << " s after SIGTERM; sending SIGKILL");
   }
   // SIGKILL to whatever is left of the group (the leader after its grace period, and children that outlived it).
   s = process_->SignalGroup(SIGKILL);

@@ -44,7 +44,7 @@ class ManagedServer {
   ManagedServer(const ManagedServer&) = delete;
   ManagedServer& operator=(const ManagedServer&) = delete;
 
-  std::string base_url() const;    // http://127.0.0.1:<port>/v1
+  std::string base_url() const;  // http://127.0.0.1:<port>/v1
   double startup_seconds() const { return startup_seconds_; }
   int pid() const;
   // Stops the server and every process of its group. Idempotent.

@@ -59,7 +59,9 @@ std::string DiscoverModel(const std::string& base) {
 class OpenAiEngine : public Engine {
  public:
   OpenAiEngine(const OpenAiEngineOptions& o, std::unique_ptr<HttpLoop> owned)
-      : opt_(o), owned_loop_(std::move(owned)), loop_(o.loop != nullptr ? o.loop : owned_loop_.get()),
+      : opt_(o),
+        owned_loop_(std::move(owned)),
+        loop_(o.loop != nullptr ? o.loop : owned_loop_.get()),
         env_(o.env != nullptr ? o.env : Env::Default()),
         rng_(o.jitter_seed != 0 ? o.jitter_seed : std::random_device{}()) {
     while (!opt_.base_url.empty() && opt_.base_url.back() == '/') opt_.base_url.pop_back();
@@ -110,8 +112,8 @@ class OpenAiEngine : public Engine {
   std::unordered_map<uint64_t, CallPtr> waiting_;  // backing off before a retry
   int in_flight_ = 0;
   bool stopping_ = false;
-  uint64_t unreachable_since_us_ = 0;              // first connection failure since the last HTTP response; 0 = none
-  Status down_;                                    // non-OK once the endpoint is declared down
+  uint64_t unreachable_since_us_ = 0;  // first connection failure since the last HTTP response; 0 = none
+  Status down_;                        // non-OK once the endpoint is declared down
   std::mt19937_64 rng_;
 };
 
@@ -229,8 +231,7 @@ void OpenAiEngine::OnResponse(const CallPtr& c, HttpResponse resp) {
     case HttpTransport::kTimeout:
       Retry(c, "no response within " + FormatDouble(opt_.timeout_seconds) + " s (timeout_seconds)", "");
       break;
-    default:
-      Retry(c, "connection broken (" + resp.error + ")", "");
+    default: Retry(c, "connection broken (" + resp.error + ")", "");
   }
   Pump();
 }
@@ -243,7 +244,8 @@ void OpenAiEngine::Retry(const CallPtr& c, std::string error, const std::string&
   }
   ++c->retries;
   double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
-  uint64_t delay = BackoffDelayMicros(c->retries, Micros(opt_.backoff_base_seconds), Micros(opt_.backoff_max_seconds), u);
+  uint64_t delay =
+      BackoffDelayMicros(c->retries, Micros(opt_.backoff_base_seconds), Micros(opt_.backoff_max_seconds), u);
   auto ra = ParseRetryAfterSeconds(retry_after, static_cast<int64_t>(env_->NowMicros() / 1000000));
   if (ra) delay = std::max(delay, Micros(std::min(*ra, opt_.max_retry_after_seconds)));
   LOG_DEBUG("openai: retry " << c->retries << "/" << opt_.max_retries << " in " << delay / 1000 << " ms after "
@@ -268,8 +270,8 @@ bool OpenAiEngine::CheckDown() {
   double s = static_cast<double>(now - unreachable_since_us_) / 1e6;
   if (s < opt_.down_timeout_seconds) return false;
   down_ = Status::Unavailable("endpoint " + opt_.base_url + " unreachable for " +
-                              std::to_string(static_cast<int64_t>(std::floor(s))) + " s (down_timeout_seconds=" +
-                              FormatDouble(opt_.down_timeout_seconds) + ")");
+                              std::to_string(static_cast<int64_t>(std::floor(s))) +
+                              " s (down_timeout_seconds=" + FormatDouble(opt_.down_timeout_seconds) + ")");
   LOG_ERROR(down_.message() << "; failing every pending request");
   FailAllPending(down_);
   return true;
@@ -309,9 +311,7 @@ Result<std::unique_ptr<Engine>> CreateOpenAiEngine(const OpenAiEngineOptions& op
     }
   }
   std::unique_ptr<HttpLoop> owned;
-  if (o.loop == nullptr) {
-    MMIRAGE_ASSIGN_OR_RETURN(owned, NewCurlHttpLoop(o.max_concurrency));
-  }
+  if (o.loop == nullptr) { MMIRAGE_ASSIGN_OR_RETURN(owned, NewCurlHttpLoop(o.max_concurrency)); }
   return std::unique_ptr<Engine>(new OpenAiEngine(o, std::move(owned)));
 }
 

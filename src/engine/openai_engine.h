@@ -24,21 +24,21 @@ class HttpLoop;
 namespace mmirage::engine {
 
 struct OpenAiEngineOptions {
-  std::string base_url;                 // e.g. http://127.0.0.1:30000/v1 (a trailing '/' is ignored)
-  std::string api_key;                  // "" = no Authorization header. Never logged.
-  std::string model;                    // "" = the first id of GET {base_url}/models at creation, else omitted
+  std::string base_url;  // e.g. http://127.0.0.1:30000/v1 (a trailing '/' is ignored)
+  std::string api_key;   // "" = no Authorization header. Never logged.
+  std::string model;     // "" = the first id of GET {base_url}/models at creation, else omitted
   OpenAiMode mode = OpenAiMode::kChat;
-  int max_concurrency = 64;             // requests in flight
-  double timeout_seconds = 600;         // per attempt
-  int max_retries = 5;                  // per request
-  double down_timeout_seconds = 120;    // connection failures only, this long → endpoint down
+  int max_concurrency = 64;           // requests in flight
+  double timeout_seconds = 600;       // per attempt
+  int max_retries = 5;                // per request
+  double down_timeout_seconds = 120;  // connection failures only, this long → endpoint down
   double backoff_base_seconds = 0.5;
   double backoff_max_seconds = 30;
   double max_retry_after_seconds = 300;
-  uint64_t jitter_seed = 0;             // 0 = random
-  double load_seconds = 0;              // what LoadSeconds reports (a managed server's start → healthy)
-  int num_gpus = 0;                     // what NumGpus reports (a remote endpoint's GPUs are not ours)
-  Env* env = nullptr;                   // wall clock for Retry-After dates; nullptr: Env::Default(). Borrowed.
+  uint64_t jitter_seed = 0;  // 0 = random
+  double load_seconds = 0;   // what LoadSeconds reports (a managed server's start → healthy)
+  int num_gpus = 0;          // what NumGpus reports (a remote endpoint's GPUs are not ours)
+  Env* env = nullptr;        // wall clock for Retry-After dates; nullptr: Env::Default(). Borrowed.
   // Test hook: the loop to run on (borrowed; the engine calls its Stop at Shutdown). nullptr: the engine
   // creates and owns a curl loop.
   HttpLoop* loop = nullptr;

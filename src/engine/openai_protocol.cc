@@ -159,8 +159,8 @@ Result<OpenAiCall> BuildOpenAiCall(const Request& r, OpenAiMode mode, const std:
   }
   if (!r.json_schema.empty()) {
     auto schema = ParseJson(r.json_schema);
-    if (!schema.ok()) return Status::InvalidArgument("the output's JSON schema is not valid JSON: " +
-                                                     schema.status().message());
+    if (!schema.ok())
+      return Status::InvalidArgument("the output's JSON schema is not valid JSON: " + schema.status().message());
     Key("response_format", &b);
     b.append("{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"output\",\"schema\":");
     AppendJson(*schema, &b);
@@ -192,8 +192,8 @@ Result<Completion> ParseOpenAiResponse(std::string_view body, bool chat) {
     return Status::Unavailable(std::string("malformed response: the text is a ") + text->TypeName());
   }
   const Value* fr = choice.Find("finish_reason");
-  c.finish = fr != nullptr && fr->is_string() && fr->as_string() == "length" ? FinishReason::kLength
-                                                                              : FinishReason::kStop;
+  c.finish =
+      fr != nullptr && fr->is_string() && fr->as_string() == "length" ? FinishReason::kLength : FinishReason::kStop;
   if (const Value* u = v->Find("usage"); u != nullptr && u->is_object()) {
     c.prompt_tokens = IntOr0(u->Find("prompt_tokens"));
     c.completion_tokens = IntOr0(u->Find("completion_tokens"));

@@ -94,8 +94,8 @@ Result<std::vector<std::string>> ReceiptFiles(Env* env, const config::Processor*
 }
 
 // One receipt line into `out`. A malformed line is skipped with a warning; a provider the config lacks is an error.
-Status ReadReceiptLine(const config::Processor* proc, const std::string& path, int64_t line_no,
-                       std::string_view line, int64_t* order, Receipts* out) {
+Status ReadReceiptLine(const config::Processor* proc, const std::string& path, int64_t line_no, std::string_view line,
+                       int64_t* order, Receipts* out) {
   auto v = ParseJson(line);
   if (!v.ok()) {
     LOG_WARN(path << ":" << line_no << ": malformed receipt line skipped");
@@ -150,8 +150,8 @@ Status CollectBatch(Env* env, batch::BatchProvider* provider, const std::string&
                     const std::string& file, Receipts* receipts, std::vector<Value>* rows, BatchMergeReport* report) {
   auto st = provider->GetStatus(batch);
   if (!st.ok() || st->status != "completed") {
-    return Status::Unavailable("Batch '" + batch + "' is not completed yet (status=" +
-                               (st.ok() ? st->raw_status : st.status().message()) +
+    return Status::Unavailable("Batch '" + batch +
+                               "' is not completed yet (status=" + (st.ok() ? st->raw_status : st.status().message()) +
                                "). Please retry after the provider marks it completed and produces an output file.");
   }
   Status s = provider->DownloadResults(batch, *st, file);

@@ -100,7 +100,9 @@ Value Placeholder(const config::OutputVar& o) {
   return Value("<" + o.name + ">");
 }
 
-bool IsPaid(const config::Processor& p) { return p.type == "batch_api" || (p.type == "llm" && p.llm.backend == "openai"); }
+bool IsPaid(const config::Processor& p) {
+  return p.type == "batch_api" || (p.type == "llm" && p.llm.backend == "openai");
+}
 
 // Upper bound of one output's generated tokens per request; nullopt when the config sets none.
 std::optional<int64_t> MaxTokens(const config::Processor& p) {
@@ -118,7 +120,9 @@ Interval Scale(const Interval& i, double f) { return Interval{i.estimate * f, i.
 Value IntervalValue(const std::optional<Interval>& i, int digits) {
   if (!i) return Value();
   Value v = Value::EmptyObject();
-  auto num = [&](double x) { return digits == 0 ? Value(static_cast<int64_t>(std::llround(x))) : Value(RoundTo(x, digits)); };
+  auto num = [&](double x) {
+    return digits == 0 ? Value(static_cast<int64_t>(std::llround(x))) : Value(RoundTo(x, digits));
+  };
   v.Set("estimate", num(i->estimate));
   v.Set("low", num(i->low));
   v.Set("high", num(i->high));
@@ -143,7 +147,8 @@ class Tokenizers {
   Result<const engine::PromptTokenizer*> For(const config::Processor& p) {
     if (auto it = cache_.find(&p); it != cache_.end()) return it->second.get();
     std::unique_ptr<engine::PromptTokenizer> tok;
-    bool gguf = p.type == "llm" && (p.llm.backend == "llama" || (p.llm.backend == "llama-server" && p.llm.server_command.empty()));
+    bool gguf = p.type == "llm" &&
+                (p.llm.backend == "llama" || (p.llm.backend == "llama-server" && p.llm.server_command.empty()));
     if (gguf) {
       MMIRAGE_ASSIGN_OR_RETURN(process::llm::EngineOptionsMapping m, process::llm::MapEngineOptions(p));
       auto local = process::llm::ResolveModelPath(Env::Default(), m.options.model_path, config::ProcessVarLookup());
@@ -154,7 +159,8 @@ class Tokenizers {
       assumptions_->push_back("Prompt tokens are counted with the model's own tokenizer and chat template (" + *local +
                               ", vocabulary only).");
     } else {
-      assumptions_->push_back("Processor '" + p.type + "'" + (p.type == "llm" ? " (backend " + p.llm.backend + ")" : "") +
+      assumptions_->push_back("Processor '" + p.type + "'" +
+                              (p.type == "llm" ? " (backend " + p.llm.backend + ")" : "") +
                               " has no local tokenizer: its prompt tokens are approximated as characters / 4.");
     }
     return (cache_[&p] = std::move(tok)).get();
@@ -235,8 +241,9 @@ Result<config::Config> SampleConfig(const config::Config& c, const std::string& 
     has_batch = has_batch || o.type == "batch_api";
   }
   if (has_batch && has_llm) {
-    return Status::InvalidArgument("--generate-via: the config has both llm and batch_api outputs; only one kind "
-                                   "can be redirected to one endpoint");
+    return Status::InvalidArgument(
+        "--generate-via: the config has both llm and batch_api outputs; only one kind "
+        "can be redirected to one endpoint");
   }
   for (auto& p : s.processors) {
     if (p.type == "llm" && p.llm.backend == "openai") p.llm.endpoint->base_url = generate_via;
@@ -310,8 +317,8 @@ Result<SampleRun> RunSample(Env* env, const config::Config& sc, const process::E
 // The rows of every dataset part and their (dataset, part, shard) cells.
 struct Population {
   std::vector<std::vector<DatasetPart>> parts;  // [dataset][part]
-  std::vector<Cell> cells;                       // the non-empty ones
-  std::map<int64_t, uint64_t> shard_rows;        // rows per shard, over every dataset and part
+  std::vector<Cell> cells;                      // the non-empty ones
+  std::map<int64_t, uint64_t> shard_rows;       // rows per shard, over every dataset and part
 };
 
 // Step 1: resolves and counts every dataset part, cut into shards. Sets rep->rows_total(_exact).
@@ -415,7 +422,8 @@ Status CountSampleTokens(Env* env, const config::Config& c, std::vector<SampleRo
     if (s.render_failed) ++render_failed;
   }
   if (render_failed > 0) {
-    notes->push_back(std::to_string(render_failed) + " sampled row(s) fail before generation (extraction or "
+    notes->push_back(std::to_string(render_failed) +
+                     " sampled row(s) fail before generation (extraction or "
                      "template errors; see `mmirage preview`); they count as 0 tokens.");
   }
   return Status::OK();
@@ -456,11 +464,10 @@ OutputPlan PlanOutputs(const config::Config& c, EstimateReport* rep) {
   }
   if (plan.has_model_outputs) {
     rep->assumptions.push_back(
-        cached_outputs == 0
-            ? std::string("No output uses the generation cache (") +
-                  (c.execution.cache == "off" ? "cache: off" : "none is greedy or seeded") + ")."
-            : "Outputs cached for later runs: " + cached_names +
-                  "; a re-run after an edit regenerates only what changed. Estimated as a first run.");
+        cached_outputs == 0 ? std::string("No output uses the generation cache (") +
+                                  (c.execution.cache == "off" ? "cache: off" : "none is greedy or seeded") + ")."
+                            : "Outputs cached for later runs: " + cached_names +
+                                  "; a re-run after an edit regenerates only what changed. Estimated as a first run.");
   }
   return plan;
 }
@@ -481,14 +488,15 @@ Result<std::optional<SampleRun>> MeasureSample(Env* env, const EstimateOptions& 
     return std::optional<SampleRun>();
   }
   if (plan.paid && opt.generate_via.empty()) {
-    notes.push_back("Paid endpoints (batch_api, backend openai) are not called by estimate: output tokens are "
-                    "bounded by max tokens. Pass --generate-via URL to measure them on a synchronous endpoint.");
+    notes.push_back(
+        "Paid endpoints (batch_api, backend openai) are not called by estimate: output tokens are "
+        "bounded by max tokens. Pass --generate-via URL to measure them on a synchronous endpoint.");
     return std::optional<SampleRun>();
   }
   std::string tmp = config::ProcessVarLookup()("TMPDIR").value_or("/tmp");
   if (tmp.empty()) tmp = "/tmp";
-  TempDirGuard guard{env, tmp + "/mmirage-estimate-" + std::to_string(env->Pid()) + "-" +
-                              std::to_string(env->NowMicros())};
+  TempDirGuard guard{env,
+                     tmp + "/mmirage-estimate-" + std::to_string(env->Pid()) + "-" + std::to_string(env->NowMicros())};
   MMIRAGE_TRY(env->CreateDirs(guard.path));
   std::vector<std::string> files(c.loading.datasets.size());
   for (const auto& s : sample) files[s.dataset] += s.text + "\n";
@@ -548,8 +556,9 @@ int64_t ExtrapolateTokens(const config::Config& c, const std::vector<SampleRow>&
     return sample_out;
   }
   if (chained) {
-    notes.push_back("Prompts that include earlier outputs were counted with short placeholders instead of "
-                    "those outputs: input tokens lean low.");
+    notes.push_back(
+        "Prompts that include earlier outputs were counted with short placeholders instead of "
+        "those outputs: input tokens lean low.");
   }
   if (plan.bound_per_row && plan.has_model_outputs) {
     double b = static_cast<double>(*plan.bound_per_row) * total;
@@ -577,7 +586,8 @@ void SetConcurrency(const config::ExecutionParams& ex, EstimateReport* rep) {
   } else {
     rep->concurrency = 1;
     if (rep->num_shards > 1)
-      notes.push_back("Wall time for the " + std::to_string(rep->num_shards) + " shards run one after another "
+      notes.push_back("Wall time for the " + std::to_string(rep->num_shards) +
+                      " shards run one after another "
                       "(local mode without retry runs one shard per `mmirage run`).");
   }
 }
@@ -606,13 +616,16 @@ void EstimateTime(const config::Config& c, const EstimateOptions& opt, const Pop
       if (gpus <= 0) {
         const config::Processor* p = c.FindProcessor("llm");
         gpus = std::max(1, p ? p->llm.tp_size : 1);
-        notes.push_back("Timed on this machine's CPU; a GPU run will differ. GPU figures treat the CPU timing as "
-                        "if it ran on " + std::to_string(gpus) + " GPU(s) (tp_size).");
+        notes.push_back(
+            "Timed on this machine's CPU; a GPU run will differ. GPU figures treat the CPU timing as "
+            "if it ran on " +
+            std::to_string(gpus) + " GPU(s) (tp_size).");
       }
       rep->gpu_days_per_billion_tokens = static_cast<double>(gpus) * sec_per_tok * 1e9 / 86400.0;
       rep->gpu_hours = static_cast<double>(gpus) * rep->output_tokens->estimate * sec_per_tok / 3600.0;
     } else {
-      notes.push_back("Generated on " + opt.generate_via + ": its speed stands for the provider's (batch APIs "
+      notes.push_back("Generated on " + opt.generate_via +
+                      ": its speed stands for the provider's (batch APIs "
                       "have their own completion window); no GPU figures.");
     }
   } else {

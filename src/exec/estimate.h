@@ -22,20 +22,20 @@ namespace mmirage::exec {
 struct EstimateOptions {
   const config::Config* config = nullptr;
   int64_t sample_rows = 64;
-  bool generate = true;                // false: --no-generate
-  std::string generate_via;            // base URL of an OpenAI-compatible endpoint for paid outputs
+  bool generate = true;      // false: --no-generate
+  std::string generate_via;  // base URL of an OpenAI-compatible endpoint for paid outputs
   Env* env = nullptr;
   process::EngineFactory engine_factory;  // default: process::llm::DefaultEngineFactory (tests inject)
 };
 
 struct EstimateReport {
   int64_t rows_total = 0;
-  bool rows_total_exact = true;        // false: some parts' rows were estimated from file size
+  bool rows_total_exact = true;  // false: some parts' rows were estimated from file size
   int64_t sample_rows = 0;
   Interval input_tokens;
-  std::optional<Interval> output_tokens;     // nullopt: unknown
-  bool output_tokens_bound = false;          // true: an upper bound from max tokens, not a measurement
-  std::optional<Interval> wall_seconds;      // all shards, at the configured concurrency
+  std::optional<Interval> output_tokens;           // nullopt: unknown
+  bool output_tokens_bound = false;                // true: an upper bound from max tokens, not a measurement
+  std::optional<Interval> wall_seconds;            // all shards, at the configured concurrency
   std::optional<Interval> wall_seconds_per_shard;  // the largest shard
   std::optional<double> gpu_days_per_billion_tokens;
   std::optional<double> gpu_hours;

@@ -68,7 +68,10 @@ class LocalScheduler {
   // `image_server` (borrowed, may be null): the shared image server whose URL the workers get.
   LocalScheduler(Env* env, const config::Config& config, const LocalRunOptions& options,
                  const engine::ManagedServer* image_server)
-      : env_(env), config_(config), options_(options), image_server_(image_server),
+      : env_(env),
+        config_(config),
+        options_(options),
+        image_server_(image_server),
         max_attempts_(config.execution.max_retries + 1),
         parallel_(static_cast<size_t>(std::max<int64_t>(1, config.execution.local_workers))) {}
 
@@ -87,9 +90,9 @@ class LocalScheduler {
     }
   }
 
-  bool stopped() const { return stopping_; }            // by a stop request or a start failure
-  bool start_failed() const { return start_failed_; }    // a worker could not be started: the run fails
-  bool in_progress() const { return in_progress_; }      // some batch_api shard's batches are still running
+  bool stopped() const { return stopping_; }           // by a stop request or a start failure
+  bool start_failed() const { return start_failed_; }  // a worker could not be started: the run fails
+  bool in_progress() const { return in_progress_; }    // some batch_api shard's batches are still running
 
  private:
   ShardRecord Record(int64_t id) const { return ShardState(env_, config_.loading.state_dir, id).Read(); }
@@ -119,8 +122,8 @@ class LocalScheduler {
       int64_t id = queue_.front();
       queue_.pop_front();
       SubprocessOptions so;
-      so.argv = {options_.binary, "run", "--config", options_.config_path, "--shard-id", std::to_string(id),
-                 "--log-level", options_.log_level};
+      so.argv = {options_.binary,    "run",         "--config",        options_.config_path, "--shard-id",
+                 std::to_string(id), "--log-level", options_.log_level};
       if (options_.collect_stats) so.argv.push_back("--stats");
       // Several workers share the terminal: each reports progress as log lines, not as a live line.
       so.argv.insert(so.argv.end(), {"--progress", "log"});
@@ -175,9 +178,9 @@ class LocalScheduler {
     } else if (stopping_) {
       LOG_WARN("Shard " << id << ": stopped (exit " << rc << "); it resumes from its last commit next time");
     } else if (r.attempts_spent < max_attempts_ && uncounted_[id] < max_attempts_) {
-      LOG_WARN("Shard " << id << ": failed (exit " << rc << ", attempt " << r.retry_count << ", "
-                        << r.attempts_spent << "/" << max_attempts_ << " without progress): "
-                        << r.error.value_or("no status written") << "; retrying");
+      LOG_WARN("Shard " << id << ": failed (exit " << rc << ", attempt " << r.retry_count << ", " << r.attempts_spent
+                        << "/" << max_attempts_ << " without progress): " << r.error.value_or("no status written")
+                        << "; retrying");
       queue_.push_back(id);
     } else {
       LOG_ERROR("Shard " << id << ": failed after " << r.retry_count << " attempts (" << r.attempts_spent

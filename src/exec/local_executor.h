@@ -14,12 +14,12 @@
 namespace mmirage::exec {
 
 struct LocalRunOptions {
-  std::string config_path;          // absolute
-  std::string binary;               // this binary's absolute path
+  std::string config_path;  // absolute
+  std::string binary;       // this binary's absolute path
   std::string log_level = "INFO";
-  bool collect_stats = false;       // --stats for the workers
-  std::vector<int64_t> shard_ids;   // only these shards (empty: every shard)
-  bool stdout_to_stderr = false;    // workers' stdout to our stderr (keeps our stdout machine-readable)
+  bool collect_stats = false;      // --stats for the workers
+  std::vector<int64_t> shard_ids;  // only these shards (empty: every shard)
+  bool stdout_to_stderr = false;   // workers' stdout to our stderr (keeps our stdout machine-readable)
 };
 
 // Returns the exit code: 0 when every shard succeeded, 1 when some exhausted their attempts, 128 + signal when

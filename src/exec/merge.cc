@@ -248,7 +248,7 @@ Result<Candidates> ScannedShards(Env* env, const MergeOptions& options, MergeRep
     std::string list;
     for (int64_t id : rep->ignored_beyond_num_shards) list += (list.empty() ? "" : ", ") + std::to_string(id);
     LOG_WARN("Ignoring stale shard folder(s) " << list << " in " << rep->input_dir << ": beyond num_shards="
-                                                << *options.num_shards << " (left over from an earlier run?)");
+                                               << *options.num_shards << " (left over from an earlier run?)");
   }
   return candidates;
 }
@@ -300,9 +300,7 @@ Result<std::vector<ShardContent>> SelectShards(Env* env, const Candidates& candi
       continue;
     }
     std::string ef = JoinPath(dir, "errors.jsonl");
-    if (env->FileExists(ef)) {
-      MMIRAGE_TRY(CountErrorLines(env, ef, &rep->error_rows, error_lines));
-    }
+    if (env->FileExists(ef)) { MMIRAGE_TRY(CountErrorLines(env, ef, &rep->error_rows, error_lines)); }
     if (rows == 0) {
       ++rep->skipped_zero_rows;
       continue;
@@ -310,13 +308,14 @@ Result<std::vector<ShardContent>> SelectShards(Env* env, const Candidates& candi
     shards.push_back(std::move(*sc));
   }
   if (shards.empty()) {
-    return Status::NotFound("No non-empty shards found in " + rep->input_dir + ". empty/invalid dirs: " +
-                            std::to_string(rep->skipped_invalid) +
+    return Status::NotFound("No non-empty shards found in " + rep->input_dir +
+                            ". empty/invalid dirs: " + std::to_string(rep->skipped_invalid) +
                             ", zero-row datasets: " + std::to_string(rep->skipped_zero_rows) + ".");
   }
   bool split_map = !shards[0].splits.empty();
   for (const auto& s : shards) {
-    if (s.splits.empty() == split_map) return Status::InvalidArgument("Cannot merge mix of Dataset and DatasetDict shards.");
+    if (s.splits.empty() == split_map)
+      return Status::InvalidArgument("Cannot merge mix of Dataset and DatasetDict shards.");
     if (s.format != shards[0].format)
       return Status::InvalidArgument("Cannot merge shards of different output formats: " + shards[0].dir + " is " +
                                      FormatName(shards[0].format) + ", " + s.dir + " is " + FormatName(s.format));
@@ -412,12 +411,13 @@ bool HasShardDirs(Env* env, const std::string& dir) {
 }
 
 std::string MergeReport::Summary() const {
-  return "Merged dataset " + dataset_name + ": shards=" + std::to_string(shards_used) + " rows=" +
-         std::to_string(rows) + " output=" + output_dir + " skipped=" +
-         std::to_string(skipped_invalid + skipped_zero_rows) + " (invalid=" + std::to_string(skipped_invalid) +
-         ", zero_rows=" + std::to_string(skipped_zero_rows) + ")" +
-         (error_rows > 0 ? " failed_rows=" + std::to_string(error_rows) + " (see " + JoinPath(output_dir, "errors.jsonl") + ")"
-                        : "");
+  return "Merged dataset " + dataset_name + ": shards=" + std::to_string(shards_used) +
+         " rows=" + std::to_string(rows) + " output=" + output_dir +
+         " skipped=" + std::to_string(skipped_invalid + skipped_zero_rows) +
+         " (invalid=" + std::to_string(skipped_invalid) + ", zero_rows=" + std::to_string(skipped_zero_rows) + ")" +
+         (error_rows > 0
+              ? " failed_rows=" + std::to_string(error_rows) + " (see " + JoinPath(output_dir, "errors.jsonl") + ")"
+              : "");
 }
 
 Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, const std::string& output_dir,
@@ -439,7 +439,8 @@ Result<MergeReport> MergeDatasetDir(Env* env, const std::string& input_dir, cons
 
   // Write into a temporary sibling, then publish.
   MMIRAGE_TRY(CreateDirsDurably(env, Dirname(rep.output_dir)));
-  std::string tmp = rep.output_dir + ".tmp." + env->Hostname() + "." + std::to_string(env->Pid()) + "." + RandomSuffix();
+  std::string tmp =
+      rep.output_dir + ".tmp." + env->Hostname() + "." + std::to_string(env->Pid()) + "." + RandomSuffix();
   MMIRAGE_TRY(env->RemoveAll(tmp));
   MMIRAGE_TRY(env->CreateDirs(tmp));
   Status s = WriteMergedTables(env, shards, tmp, &rep.rows);

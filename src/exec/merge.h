@@ -30,10 +30,10 @@ struct MergeReport {
   std::string input_dir, output_dir;
   int64_t shards_used = 0;
   int64_t rows = 0;
-  int64_t skipped_invalid = 0;    // shard dirs without data
-  int64_t skipped_zero_rows = 0;  // shard dirs with no rows
+  int64_t skipped_invalid = 0;                     // shard dirs without data
+  int64_t skipped_zero_rows = 0;                   // shard dirs with no rows
   std::vector<int64_t> ignored_beyond_num_shards;  // stale shard_<n> folders left out (MergeOptions::num_shards)
-  int64_t error_rows = 0;         // lines of the shards' errors.jsonl, merged into <output>/errors.jsonl
+  int64_t error_rows = 0;  // lines of the shards' errors.jsonl, merged into <output>/errors.jsonl
   // "Merged dataset <name>: shards=… rows=… output=… skipped=… (invalid=…, zero_rows=…)"
   std::string Summary() const;
 };

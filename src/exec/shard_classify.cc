@@ -182,8 +182,8 @@ Value ShardDetailValue(const ShardDetail& d) {
   v.Set("rows_total", OptI(d.rows_total));
   v.Set("rows_failed", d.rows_failed);
   v.Set("hostname", OptS(d.hostname));
-  v.Set("runtime_seconds", OptD(d.runtime_seconds ? std::optional<double>(RoundTo(*d.runtime_seconds, 3))
-                                                  : std::nullopt));
+  v.Set("runtime_seconds",
+        OptD(d.runtime_seconds ? std::optional<double>(RoundTo(*d.runtime_seconds, 3)) : std::nullopt));
   v.Set("rows_per_sec", OptD(d.rows_per_sec));
   v.Set("eta_seconds", OptD(d.eta_seconds ? std::optional<double>(RoundTo(*d.eta_seconds, 1)) : std::nullopt));
   v.Set("error", OptS(d.error));
@@ -208,15 +208,16 @@ std::string CompactDuration(double seconds) {
 }
 
 std::string FormatShardTable(const Classification& c) {
-  std::vector<std::vector<std::string>> rows = {{"SHARD", "STATUS", "ATTEMPTS", "ROWS", "FAILED", "HOST", "RUNTIME",
-                                                 "ETA"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"SHARD", "STATUS", "ATTEMPTS", "ROWS", "FAILED", "HOST", "RUNTIME", "ETA"}};
   const std::string budget = std::to_string(c.max_retries + 1);
   for (const auto& d : c.shards) {
     std::string status = d.DisplayStatus();
     if (d.shard_class == ShardClass::kExhausted) status += " (exhausted)";
     std::string rows_cell = "-";
-    if (d.rows_done) rows_cell = std::to_string(*d.rows_done) + "/" + (d.rows_total ? std::to_string(*d.rows_total)
-                                                                                    : std::string("?"));
+    if (d.rows_done)
+      rows_cell =
+          std::to_string(*d.rows_done) + "/" + (d.rows_total ? std::to_string(*d.rows_total) : std::string("?"));
     rows.push_back({std::to_string(d.shard_id), status, std::to_string(d.attempts_spent) + "/" + budget, rows_cell,
                     std::to_string(d.rows_failed), Cell(d.hostname),
                     d.runtime_seconds ? CompactDuration(*d.runtime_seconds) : "-",

@@ -36,31 +36,31 @@ struct ShardDetail {
   int64_t attempts = 0;        // attempts made so far (status.json retry_count, or attempts.log when larger)
   int64_t attempts_spent = 0;  // attempts that count against max_retries (ShardRecord::attempts_spent)
   std::optional<int64_t> rows_done, rows_total;  // success: rows written; otherwise from progress.json
-  int64_t rows_failed = 0;     // rows recorded in errors.jsonl
+  int64_t rows_failed = 0;                       // rows recorded in errors.jsonl
   std::optional<std::string> hostname;
   std::optional<double> runtime_seconds;  // success/failed: the attempt's duration; running: so far
   std::optional<double> rows_per_sec;     // running: current rate (progress.json)
   std::optional<double> eta_seconds;      // running, when rows_total and a rate are known
   std::optional<std::string> error;
-  Value batch;                 // submitted (batch_api): the batches' progress from status.json, else null
+  Value batch;  // submitted (batch_api): the batches' progress from status.json, else null
   // Shown status: the recorded one, "stale" for a stale running record.
   std::string DisplayStatus() const;
 };
 
 struct ClassifyOptions {
-  Env* env = nullptr;            // borrowed; default Env::Default()
+  Env* env = nullptr;  // borrowed; default Env::Default()
   std::string state_dir;
   int64_t num_shards = 1;
   int64_t max_retries = 3;
-  double heartbeat_timeout_seconds = 300;  // <= 0 disables the heartbeat test
-  std::string hostname;                    // this machine; default env->Hostname()
+  double heartbeat_timeout_seconds = 300;          // <= 0 disables the heartbeat test
+  std::string hostname;                            // this machine; default env->Hostname()
   std::function<bool(int64_t pid)> process_alive;  // default: util/process/process_info.h ProcessAlive (kill(pid, 0))
 };
 // State directory, shard count, retry budget and heartbeat timeout of a loaded config.
 ClassifyOptions ClassifyOptionsFromConfig(Env* env, const config::Config& config);
 
 struct Classification {
-  std::vector<ShardDetail> shards;  // by shard id
+  std::vector<ShardDetail> shards;                                         // by shard id
   std::vector<int64_t> successful, running, failed, exhausted, submitted;  // ids per class, ascending
   int64_t max_retries = 0;
 

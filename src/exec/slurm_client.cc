@@ -50,8 +50,7 @@ bool TaskIdsOf(const std::string& job_id, const std::string& field, std::vector<
     ids->push_back(0);
     return true;
   }
-  if (field.size() <= job_id.size() + 1 || field.compare(0, job_id.size(), job_id) != 0 ||
-      field[job_id.size()] != '_')
+  if (field.size() <= job_id.size() + 1 || field.compare(0, job_id.size(), job_id) != 0 || field[job_id.size()] != '_')
     return false;
   std::string rest = field.substr(job_id.size() + 1);
   if (rest.front() == '[') {
@@ -85,9 +84,9 @@ std::map<int64_t, std::string> ParseStateLines(const std::string& job_id, const 
 }  // namespace
 
 bool IsTerminalJobState(const std::string& state) {
-  static const std::set<std::string> kTerminal = {"COMPLETED", "CANCELLED", "FAILED",        "TIMEOUT",
-                                                   "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",     "DEADLINE",
-                                                   "OUT_OF_MEMORY", "REVOKED", "SPECIAL_EXIT"};
+  static const std::set<std::string> kTerminal = {"COMPLETED",     "CANCELLED", "FAILED",      "TIMEOUT",
+                                                  "NODE_FAIL",     "PREEMPTED", "BOOT_FAIL",   "DEADLINE",
+                                                  "OUT_OF_MEMORY", "REVOKED",   "SPECIAL_EXIT"};
   return kTerminal.count(state) > 0;
 }
 

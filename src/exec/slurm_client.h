@@ -32,8 +32,8 @@ bool IsTerminalJobState(const std::string& state);
 // What the controller says about one array job.
 struct JobSnapshot {
   std::map<int64_t, std::string> task_states;  // array task id → state
-  bool gone = false;     // the controller no longer knows the job (finished and purged)
-  bool Active() const;   // some task is not terminal (and the job is not gone)
+  bool gone = false;                           // the controller no longer knows the job (finished and purged)
+  bool Active() const;                         // some task is not terminal (and the job is not gone)
 };
 
 // Parses `squeue -h -o %i|%T` lines of job `job_id`: "123_4|RUNNING", "123_[5-7,9%2]|PENDING" (every listed

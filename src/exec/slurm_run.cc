@@ -40,9 +40,7 @@ Result<Ctx> MakeCtx(const SlurmOptions& in) {
   if (!c.o.runner) c.o.runner = DefaultCommandRunner();
   if (!c.o.vars) c.o.vars = config::ProcessVarLookup();
   if (c.o.cwd.empty()) c.o.cwd = c.o.env->AbsolutePath(".");
-  if (c.o.self_exe.empty()) {
-    MMIRAGE_ASSIGN_OR_RETURN(c.o.self_exe, SelfExecutablePath());
-  }
+  if (c.o.self_exe.empty()) { MMIRAGE_ASSIGN_OR_RETURN(c.o.self_exe, SelfExecutablePath()); }
   const config::Config& cfg = *c.o.config;
   if (cfg.execution.mode != "slurm") return Status::InvalidArgument("execution_params.mode is not slurm");
   MMIRAGE_ASSIGN_OR_RETURN(c.paths, ResolveSlurmPaths(c.o.env, cfg, c.o.cwd, c.o.self_exe, c.o.vars));
@@ -92,8 +90,8 @@ std::string ProgressLine(const std::string& job_id, const std::vector<int64_t>& 
     else totals_known = false;
   }
   std::ostringstream os;
-  os << "SLURM job " << job_id << ": " << ok << "/" << ids.size() << " shards succeeded, " << running
-     << " running, " << pending << " pending, " << failed << " ended without success; rows " << rows_done;
+  os << "SLURM job " << job_id << ": " << ok << "/" << ids.size() << " shards succeeded, " << running << " running, "
+     << pending << " pending, " << failed << " ended without success; rows " << rows_done;
   if (totals_known && rows_total > 0) os << "/" << rows_total;
   return os.str();
 }
@@ -183,9 +181,9 @@ void JudgeRound(const Ctx& c, const std::string& job_id, const std::vector<int64
     const ShardDetail& d = cls.shards[static_cast<size_t>(id)];
     auto st = states.find(id);
     auto before = attempts_before.find(id);
-    report->shards[id] = Judge(c, d, st == states.end() ? "" : st->second,
-                               before == attempts_before.end() ? 0 : before->second, budget.Spent(id, d.attempts),
-                               job_id);
+    report->shards[id] =
+        Judge(c, d, st == states.end() ? "" : st->second, before == attempts_before.end() ? 0 : before->second,
+              budget.Spent(id, d.attempts), job_id);
   }
   report->failed.clear();
   report->exhausted.clear();
@@ -265,15 +263,17 @@ Result<SlurmRunReport> RunSlurmLoop(const SlurmOptions& options) {
     return report;
   }
   if (ids.size() < cls.shards.size()) {
-    LOG_INFO((cls.shards.size() - ids.size()) << " of " << cls.shards.size()
-                                              << " shards already succeeded; submitting the others");
+    LOG_INFO((cls.shards.size() - ids.size())
+             << " of " << cls.shards.size() << " shards already succeeded; submitting the others");
   }
   const bool wait = c.o.auto_retry || c.o.wait;
   while (true) {
     MMIRAGE_TRY(Round(c, ids, wait, &budget, &report));
     if (!wait) {
-      LOG_INFO("Not waiting for the job (execution_params.retry and merge are false); follow it with "
-               "`mmirage check --config " << c.paths.config_path << "`");
+      LOG_INFO(
+          "Not waiting for the job (execution_params.retry and merge are false); follow it with "
+          "`mmirage check --config "
+          << c.paths.config_path << "`");
       return report;
     }
     if (report.all_succeeded) {

@@ -21,15 +21,15 @@
 namespace mmirage::exec {
 
 struct SlurmOptions {
-  Env* env = nullptr;                   // default Env::Default()
+  Env* env = nullptr;  // default Env::Default()
   const config::Config* config = nullptr;
-  CommandRunner runner;                 // default DefaultCommandRunner() (real sbatch/squeue/sacct)
-  std::string cwd;                      // default: the process's working directory
-  std::string self_exe;                 // default SelfExecutablePath(); used when mmirage_bin is unset
-  config::VarLookup vars;               // default the process environment
-  bool stats = false;                   // tasks collect GPU stats (--stats)
-  bool auto_retry = false;              // resubmit failed shards (execution_params.retry or --force-retry)
-  bool wait = false;                    // wait even without auto_retry (merge: true needs completion)
+  CommandRunner runner;     // default DefaultCommandRunner() (real sbatch/squeue/sacct)
+  std::string cwd;          // default: the process's working directory
+  std::string self_exe;     // default SelfExecutablePath(); used when mmirage_bin is unset
+  config::VarLookup vars;   // default the process environment
+  bool stats = false;       // tasks collect GPU stats (--stats)
+  bool auto_retry = false;  // resubmit failed shards (execution_params.retry or --force-retry)
+  bool wait = false;        // wait even without auto_retry (merge: true needs completion)
 };
 
 // Resolves the paths and submits one array job for `shard_ids` (empty: every shard). Logs
@@ -41,10 +41,10 @@ Result<std::string> SubmitShards(const SlurmOptions& options, const std::vector<
 struct ShardOutcome {
   int64_t shard_id = 0;
   bool success = false;
-  int64_t attempts = 0;          // attempts spent so far (see above)
-  bool exhausted = false;        // failed and attempts >= max_retries + 1
-  std::string slurm_state;       // the task's final SLURM state when known ("TIMEOUT", "CANCELLED", …)
-  std::string reason;            // failed: why, in one line
+  int64_t attempts = 0;     // attempts spent so far (see above)
+  bool exhausted = false;   // failed and attempts >= max_retries + 1
+  std::string slurm_state;  // the task's final SLURM state when known ("TIMEOUT", "CANCELLED", …)
+  std::string reason;       // failed: why, in one line
 };
 
 struct SlurmRunReport {

@@ -37,7 +37,8 @@ std::string EscapePercent(const std::string& s) {
 std::string ShellQuote(std::string_view v) {
   if (v.empty()) return "''";
   bool bare = std::all_of(v.begin(), v.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
   });
   if (bare) return std::string(v);
   std::string out = "'";
@@ -52,7 +53,8 @@ Result<std::string> DoubleQuoteNoSubst(std::string_view v) {
   if (v.find('`') != std::string_view::npos || v.find("$(") != std::string_view::npos) {
     return Status::InvalidArgument(
         "Config value contains unsupported shell command substitution (` or '$('). Command substitution is not "
-        "allowed in SLURM-generated scripts: " + std::string(v));
+        "allowed in SLURM-generated scripts: " +
+        std::string(v));
   }
   std::string out = "\"";
   for (char c : v) {
@@ -164,8 +166,13 @@ Result<SbatchRequest> BuildSbatchRequest(const config::ExecutionParams& e, const
   // ---- the command line ---------------------------------------------------------------------------------------
   auto& a = r.argv;
   std::string logs = EscapePercent(paths.report_dir) + "/R-%x.%A_%a";
-  a = {"sbatch", "--parsable", "--job-name=" + e.job_name, "--chdir=" + paths.project_root,
-       "--output=" + logs + ".out", "--error=" + logs + ".err", "--nodes=" + std::to_string(e.nodes),
+  a = {"sbatch",
+       "--parsable",
+       "--job-name=" + e.job_name,
+       "--chdir=" + paths.project_root,
+       "--output=" + logs + ".out",
+       "--error=" + logs + ".err",
+       "--nodes=" + std::to_string(e.nodes),
        "--ntasks-per-node=" + std::to_string(e.ntasks_per_node)};
   if (e.gpus > 0) a.push_back("--gres=gpu:" + std::to_string(e.gpus));
   a.push_back("--cpus-per-task=" + std::to_string(e.cpus_per_task));

@@ -63,8 +63,8 @@ std::vector<std::string> FirstFailures(Env* env, const std::vector<std::string>&
 
 std::string FailureSummary::Headline() const {
   if (rows_failed == 0) return "";
-  std::string s = std::to_string(rows_failed) + " row(s) failed in " + std::to_string(files.size()) +
-                  " shard output(s); see ";
+  std::string s =
+      std::to_string(rows_failed) + " row(s) failed in " + std::to_string(files.size()) + " shard output(s); see ";
   for (size_t i = 0; i < files.size() && i < 3; ++i) s += (i ? ", " : "") + files[i];
   if (files.size() > 3) s += " and " + std::to_string(files.size() - 3) + " more";
   return s;

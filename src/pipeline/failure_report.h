@@ -24,9 +24,9 @@ std::vector<std::string> FirstFailures(Env* env, const std::vector<std::string>&
 void LogFailedRows(const std::vector<std::string>& lines);
 
 struct FailureSummary {
-  int64_t rows_failed = 0;                 // failed rows (not warnings) over all files
-  std::vector<std::string> files;          // errors.jsonl files holding failed rows, dataset then shard order
-  std::vector<std::string> first;          // FirstFailures over `files`
+  int64_t rows_failed = 0;         // failed rows (not warnings) over all files
+  std::vector<std::string> files;  // errors.jsonl files holding failed rows, dataset then shard order
+  std::vector<std::string> first;  // FirstFailures over `files`
   // "6 row(s) failed in 2 shard(s); see out/shard_0/errors.jsonl, out/shard_1/errors.jsonl" (at most 3 paths,
   // then "and N more"); empty when no row failed.
   std::string Headline() const;

@@ -16,7 +16,6 @@ namespace {
 
 constexpr size_t kEdgeBytes = 64 * 1024;
 
-
 // Reads up to n bytes at the file's current position.
 Result<std::string> ReadUpTo(SequentialFile* f, size_t n) {
   std::string out(n, '\0');

@@ -47,9 +47,9 @@ struct RowUsage {
 std::string UsageLine(uint64_t row_index, const RowUsage& usage);
 
 struct RowBatchOptions {
-  int threads = 0;          // workers; 0 = hardware concurrency (at most 8)
+  int threads = 0;           // workers; 0 = hardware concurrency (at most 8)
   size_t batch_rows = 2048;  // rows per batch
-  size_t max_in_flight = 0; // batches queued or being processed; 0 = 4 × threads
+  size_t max_in_flight = 0;  // batches queued or being processed; 0 = 4 × threads
 };
 
 // Streams `stream` through `transform`, calling `sink` with every batch in input order (from the calling

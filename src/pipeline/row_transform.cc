@@ -116,8 +116,8 @@ StageResult<Value> RowTransform::Extract(const Value& row) const {
   for (const auto& in : config_->processing.inputs) {
     auto r = in.expr->Evaluate(row);
     if (!r.ok()) {
-      return StageResult<Value>::Fail(Stage::kExtract, "input '" + in.name + "' (key '" + in.key +
-                                                           "'): " + r.status().message());
+      return StageResult<Value>::Fail(Stage::kExtract,
+                                      "input '" + in.name + "' (key '" + in.key + "'): " + r.status().message());
     }
     if (std::string err = AddInput(in, std::move(*r), &vars); !err.empty()) {
       return StageResult<Value>::Fail(Stage::kExtract, std::move(err));
@@ -155,9 +155,10 @@ Result<Value> RowTransform::ResolveImage(const Value& v) const {
   if (v.is_object() && (v.Find("bytes") != nullptr || v.Find("path") != nullptr)) {
     const Value* b = v.Find("bytes");
     const Value* p = v.Find("path");
-    if (b != nullptr && !b->is_null()) return v;      // the bytes are the image (path is informative)
+    if (b != nullptr && !b->is_null()) return v;       // the bytes are the image (path is informative)
     if (p == nullptr || p->is_null()) return Value();  // a null struct is a null image
-    if (!p->is_string()) return Status::InvalidArgument(std::string("image struct 'path' must be a string, got ") + p->TypeName());
+    if (!p->is_string())
+      return Status::InvalidArgument(std::string("image struct 'path' must be a string, got ") + p->TypeName());
     MMIRAGE_ASSIGN_OR_RETURN(Value resolved, ResolveImage(*p));
     Value out = v;
     out.Set("path", std::move(resolved));
@@ -183,8 +184,8 @@ Result<Value> RowTransform::ResolveImage(const Value& v) const {
   if (!image_base_path_.empty()) {
     std::string p = env_->AbsolutePath(JoinPath(image_base_path_, s));
     if (!env_->FileExists(p)) {
-      return Status::NotFound("Resolved image path '" + p + "' does not exist (base='" + image_base_path_ +
-                              "', rel='" + s + "').");
+      return Status::NotFound("Resolved image path '" + p + "' does not exist (base='" + image_base_path_ + "', rel='" +
+                              s + "').");
     }
     if (!env_->IsRegularFile(p)) return Status::InvalidArgument("Resolved image path is not a file: " + p);
     return Value(p);
@@ -202,10 +203,12 @@ Result<Value> RowTransform::ResolveImage(const Value& v) const {
 StageResult<std::string> RowTransform::RenderPrompt(size_t index, const Value& vars) const {
   const auto& o = config_->processing.outputs[index];
   if (!o.prompt_tmpl) return StageResult<std::string>{};  // custom outputs have no prompt
-  auto r = image_names_.empty() || o.type != "llm" ? o.prompt_tmpl->Render(vars)
-                                : o.prompt_tmpl->Render(process::llm::WithImagePlaceholders(vars, image_names_));
+  auto r = image_names_.empty() || o.type != "llm"
+               ? o.prompt_tmpl->Render(vars)
+               : o.prompt_tmpl->Render(process::llm::WithImagePlaceholders(vars, image_names_));
   if (!r.ok()) {
-    return StageResult<std::string>::Fail(Stage::kRenderPrompt, "output '" + o.name + "' prompt: " + r.status().message());
+    return StageResult<std::string>::Fail(Stage::kRenderPrompt,
+                                          "output '" + o.name + "' prompt: " + r.status().message());
   }
   StageResult<std::string> out;
   out.value = std::move(*r);
@@ -215,9 +218,7 @@ StageResult<std::string> RowTransform::RenderPrompt(size_t index, const Value& v
 Status RowTransform::RenderNodeJson(const config::OutputNode& node, const Value& vars, std::string* out) const {
   using Kind = config::OutputNode::Kind;
   switch (node.kind) {
-    case Kind::kConst:
-      AppendJson(node.constant, out);
-      return Status::OK();
+    case Kind::kConst: AppendJson(node.constant, out); return Status::OK();
     case Kind::kMap: {
       out->push_back('{');
       auto keys = map_keys_json_.find(&node);  // every map node of the schema is there (CollectMapKeys)

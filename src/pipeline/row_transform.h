@@ -99,7 +99,7 @@ class RowTransform {
   std::vector<std::string> image_names_;  // image variables, sorted
   bool tag_bytes_ = false;
   bool cast_images_ = false;
-  std::vector<std::string> image_columns_;  // top-level schema keys cast by cast_images
+  std::vector<std::string> image_columns_;   // top-level schema keys cast by cast_images
   std::vector<const JsonPath*> json_paths_;  // the inputs' paths when ExtractsFromJson(), in input order
   // The members' keys of every map node of output_schema as JSON (`"key":`, after a ',' but the first): written
   // once per row each, escaped once here.

@@ -94,8 +94,8 @@ Status RunRows(const config::Config& config, RowStream* stream, const RowTransfo
   }
   // The window bounds rows in flight; batch_size only widens it (it never synchronises).
   StreamOptions so;
-  so.window = std::max<size_t>(static_cast<size_t>(config.loading.batch_size),
-                               static_cast<size_t>(4 * generator->Capacity()));
+  so.window =
+      std::max<size_t>(static_cast<size_t>(config.loading.batch_size), static_cast<size_t>(4 * generator->Capacity()));
   so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
   so.sample_offset = sample_offset;
   return RunStreaming(stream, transform, generator, so, sink, totals);
@@ -234,7 +234,6 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
   return Status::OK();
 }
 
-
 Value DatasetsInfo(const config::Config& config) {
   Value arr = Value::EmptyArray();
   for (const auto& d : config.loading.datasets) {
@@ -317,7 +316,7 @@ void ShardAttempt::StartReporting() {
   timeline_ = std::make_unique<TimelineRecorder>(TimelineRecorder::Options{
       env_, config_.loading.state_dir, opt_.shard_id, report_.attempt, opt_.timeline_interval_seconds,
       [this] {
-        return TimelineCounters{progress_.rows_done, progress_.rows_failed, progress_.rows_resumed,
+        return TimelineCounters{progress_.rows_done,   progress_.rows_failed,     progress_.rows_resumed,
                                 totals_.prompt_tokens, totals_.completion_tokens, totals_.in_flight.load()};
       },
       opt_.slurm_job_id, opt_.slurm_array_task_id});
@@ -346,9 +345,9 @@ void ShardAttempt::StartReporting() {
 Status ShardAttempt::StartGenerator() {
   if (!config_.processing.outputs.empty()) {
     std::vector<std::string> warnings;
-    process::EngineFactory factory = opt_.engine_factory ? opt_.engine_factory
-                                                         : process::llm::DefaultEngineFactory(
-                                                               {config_.loading.state_dir, opt_.shard_id, nullptr});
+    process::EngineFactory factory =
+        opt_.engine_factory ? opt_.engine_factory
+                            : process::llm::DefaultEngineFactory({config_.loading.state_dir, opt_.shard_id, nullptr});
     auto g = process::OutputGenerator::Create(env_, config_, factory, &warnings);
     for (const auto& w : warnings) LOG_WARN(w);
     if (!g.ok()) return g.status();
@@ -485,8 +484,8 @@ Status ShardAttempt::ReportFailures() {
   }
   const int64_t max_failed = config_.execution.max_failed_rows;
   if (report_.rows_failed > max_failed) {
-    return Status::InvalidArgument(std::to_string(report_.rows_failed) + " row(s) failed (max_failed_rows=" +
-                                   std::to_string(max_failed) + "); see " + where);
+    return Status::InvalidArgument(std::to_string(report_.rows_failed) +
+                                   " row(s) failed (max_failed_rows=" + std::to_string(max_failed) + "); see " + where);
   }
   if (report_.rows_failed > 0) {
     LOG_WARN(report_.rows_failed << " row(s) failed and were recorded in " << where
@@ -543,7 +542,7 @@ Status ShardAttempt::RecordSuccess() {
 Status ShardAttempt::Fail(const Status& s) {
   if (timeline_) timeline_->End(StopRequested() ? "interrupted" : "failed", s.message());
   Status m = interrupted_ ? state_->MarkInterrupted(s.message(), report_.rows_failed)
-                         : state_->MarkFailed(s.message(), report_.rows_failed);
+                          : state_->MarkFailed(s.message(), report_.rows_failed);
   if (!m.ok()) LOG_ERROR("cannot record the failure in the state directory: " << m.message());
   return s;
 }

@@ -21,11 +21,11 @@ struct ShardRunOptions {
   Env* env = nullptr;
   const config::Config* config = nullptr;
   int64_t shard_id = 0;
-  std::optional<std::string> slurm_job_id;         // recorded in status.json
+  std::optional<std::string> slurm_job_id;  // recorded in status.json
   std::optional<std::string> slurm_array_task_id;
-  bool collect_gpu_stats = false;                  // --stats / MMIRAGE_COLLECT_STATS=1
-  bool progress_on_terminal = false;               // a live progress line (stderr is a terminal)
-  bool quiet = false;                              // no progress display at all (--quiet)
+  bool collect_gpu_stats = false;                   // --stats / MMIRAGE_COLLECT_STATS=1
+  bool progress_on_terminal = false;                // a live progress line (stderr is a terminal)
+  bool quiet = false;                               // no progress display at all (--quiet)
   std::optional<std::string> cuda_visible_devices;  // picks the GPUs the poller watches
   double timeline_interval_seconds = 10;            // timeline.jsonl sample period (MMIRAGE_TIMELINE_INTERVAL_SECONDS)
   // Makes the engines of model outputs; default: process::llm::DefaultEngineFactory() (by backend). Injectable

@@ -49,8 +49,8 @@ std::string TailCheck(const std::string& tail) {
 
 // Why `path` cannot be resumed at `offset` with check `check` ("" when it can; then *tail holds the bytes the
 // check covers). An absent file is fine for offset 0 when `may_be_absent`.
-std::string FileProblem(Env* env, const std::string& path, int64_t offset, const std::string& check,
-                        bool may_be_absent, std::string* tail) {
+std::string FileProblem(Env* env, const std::string& path, int64_t offset, const std::string& check, bool may_be_absent,
+                        std::string* tail) {
   tail->clear();
   if (offset < 0) return path + ": committed offset missing, negative or not an integer";
   auto size = env->GetFileSize(path);
@@ -157,11 +157,10 @@ std::string ShardWriter::JournalProblem(const Value& journal) {
     Split& s = splits_[i];
     int64_t done = GetInt(js, "rows_done"), written = GetInt(js, "rows_written"), bytes = GetInt(js, "data_bytes");
     std::string what = s.name.empty() ? "" : " of split '" + s.name + "'";
-    if (!js.is_object() || GetString(js, "name") != s.name) return "split " + std::to_string(i) + " is not '" + s.name + "'";
+    if (!js.is_object() || GetString(js, "name") != s.name)
+      return "split " + std::to_string(i) + " is not '" + s.name + "'";
     if (done < 0 || written < 0) return "row counts" + what + " missing, negative or not integers";
-    if (bytes < 0) {
-      return JoinPath(s.dir, "data.jsonl") + ": committed offset missing, negative or not an integer";
-    }
+    if (bytes < 0) { return JoinPath(s.dir, "data.jsonl") + ": committed offset missing, negative or not an integer"; }
     // Each row is at least "{}\n": more rows than bytes, or than rows handled, cannot be.
     if (written > done || written > bytes || (written == 0) != (bytes == 0)) {
       return "row counts" + what + " out of range (rows_done " + std::to_string(done) + ", rows_written " +
@@ -172,8 +171,8 @@ std::string ShardWriter::JournalProblem(const Value& journal) {
              std::to_string(options_.split_rows[i]) + " rows";
     }
     rows_done += done;
-    std::string p = FileProblem(env_, JoinPath(s.dir, "data.jsonl"), bytes, GetString(js, "data_check"), false,
-                                &s.data_tail);
+    std::string p =
+        FileProblem(env_, JoinPath(s.dir, "data.jsonl"), bytes, GetString(js, "data_check"), false, &s.data_tail);
     if (!p.empty()) return p;
   }
   int64_t failed = GetInt(journal, "rows_failed");
@@ -269,8 +268,7 @@ Status ShardWriter::StartFresh() {
   MMIRAGE_ASSIGN_OR_RETURN(errors_, env_->NewWritableFile(JoinPath(work_dir_, "errors.jsonl")));
   MMIRAGE_TRY(errors_->Sync());
   if (!options_.identity.is_null()) {
-    MMIRAGE_TRY(WriteFileAtomicallyUnsyncedDir(env_, JoinPath(work_dir_, kIdentity),
-                                               ToJson(options_.identity) + "\n"));
+    MMIRAGE_TRY(WriteFileAtomicallyUnsyncedDir(env_, JoinPath(work_dir_, kIdentity), ToJson(options_.identity) + "\n"));
   }
   // A fresh work dir is resumable (from row 0) at once. Its entries become durable with the directory syncs below,
   // one per directory; a journal that outlives a crash without the files it names is a mismatch, and the shard
@@ -311,8 +309,7 @@ Status ShardWriter::AddUsage(std::string_view lines) {
   return Append(usage_.get(), &usage_tail_, &usage_bytes_, lines);
 }
 
-Status ShardWriter::AddError(size_t split_index, uint64_t row_index, const std::string& source,
-                             const RowError& error) {
+Status ShardWriter::AddError(size_t split_index, uint64_t row_index, const std::string& source, const RowError& error) {
   if (!status_.ok()) return status_;
   Value e = Value::EmptyObject();
   e.Set("row_index", static_cast<int64_t>(row_index));
@@ -417,7 +414,7 @@ Status ShardWriter::Finish() {
       auto written = WriteArrowOutput(env_, rows.get(), s.dir, options_.output_format);
       if (!written.ok()) {
         status_ = written.status().WithContext(s.name.empty() ? "converting the shard's rows"
-                                                               : "converting split '" + s.name + "'");
+                                                              : "converting split '" + s.name + "'");
         (void)env_->SyncDir(work_dir_);  // the last commit stays resumable
         break;
       }
@@ -458,7 +455,7 @@ Status ShardWriter::Publish() {
   }
   Status ex = env_->ExchangeFiles(work_dir_, final_dir_);
   if (ex.ok()) {
-    MMIRAGE_TRY(env_->SyncDir(parent));    // the exchange is durable before the previous shard goes
+    MMIRAGE_TRY(env_->SyncDir(parent));       // the exchange is durable before the previous shard goes
     MMIRAGE_TRY(env_->RemoveAll(work_dir_));  // now holds the previous content
     return env_->SyncDir(parent);
   }

@@ -106,11 +106,11 @@ class ShardWriter {
  private:
   struct Split {
     std::string name;
-    std::string dir;                     // where its data.jsonl lives
+    std::string dir;  // where its data.jsonl lives
     std::unique_ptr<WritableFile> file;
-    uint64_t rows_done = 0;              // input rows handled
-    uint64_t data_bytes = 0;             // bytes appended to data.jsonl
-    std::string data_tail;               // its last bytes (at least min(kCheckBytes, data_bytes))
+    uint64_t rows_done = 0;   // input rows handled
+    uint64_t data_bytes = 0;  // bytes appended to data.jsonl
+    std::string data_tail;    // its last bytes (at least min(kCheckBytes, data_bytes))
     int64_t rows_written = 0;
   };
   ShardWriter(Env* env, const ShardWriterOptions& options);

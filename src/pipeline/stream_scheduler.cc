@@ -20,7 +20,7 @@ struct RowState {
   Value row;
   Value vars;
   size_t next_output = 0;
-  RowUsage usage;  // over the row's generations, retries included
+  RowUsage usage;                     // over the row's generations, retries included
   std::vector<std::string> warnings;  // caveats of successful generations (errors.jsonl warnings)
 };
 
@@ -210,8 +210,8 @@ class Scheduler {
     while (true) {
       size_t ready = 0;
       for (auto it = finished_.begin(); it != finished_.end() && it->first == next_to_sink_ + ready; ++it) ++ready;
-      if (ready == 0 || (!final && ready < options_.flush_rows && !exhausted_ &&
-                         next_seq_ - next_to_sink_ < options_.window))
+      if (ready == 0 ||
+          (!final && ready < options_.flush_rows && !exhausted_ && next_seq_ - next_to_sink_ < options_.window))
         return Status::OK();
       ProcessedBatch b;
       for (size_t i = 0; i < ready && i < options_.flush_rows; ++i) {

@@ -19,10 +19,10 @@
 namespace mmirage::pipeline {
 
 struct StreamOptions {
-  size_t window = 64;      // rows in flight (read but not yet handed to the sink)
-  size_t flush_rows = 32;  // hand rows to the sink in groups of at most this many (sooner when the stream ends)
+  size_t window = 64;              // rows in flight (read but not yet handed to the sink)
+  size_t flush_rows = 32;          // hand rows to the sink in groups of at most this many (sooner when the stream ends)
   double stop_grace_seconds = 20;  // after a stop request: wait this long for rows in flight, then abandon them
-  int64_t sample_offset = 0;  // RowInfo::sample_index = row_index + sample_offset (position in the shard's part)
+  int64_t sample_offset = 0;       // RowInfo::sample_index = row_index + sample_offset (position in the shard's part)
 };
 
 // Counters of a streaming run; atomics so that a progress reporter may read them while the run updates them.
@@ -34,7 +34,7 @@ struct StreamTotals {
   std::atomic<int64_t> cached_generations{0};
   std::atomic<int64_t> cached_prompt_tokens{0};
   std::atomic<int64_t> cached_completion_tokens{0};
-  std::atomic<int64_t> in_flight{0};    // generations submitted and not yet answered
+  std::atomic<int64_t> in_flight{0};  // generations submitted and not yet answered
 };
 
 // Streams `stream` through extract → (render prompt → generate)* → render output. Row failures go to the

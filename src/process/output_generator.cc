@@ -21,8 +21,8 @@ struct OutputGenerator::Route {
   const config::OutputVar* output = nullptr;
   engine::Engine* engine = nullptr;
   OutputProcessor* processor = nullptr;  // custom / image_gen outputs
-  engine::Request base;  // sampling, kwargs, schema; prompt filled per row
-  std::string model_identity;  // non-empty: deterministic requests use the generation cache
+  engine::Request base;                  // sampling, kwargs, schema; prompt filled per row
+  std::string model_identity;            // non-empty: deterministic requests use the generation cache
   std::vector<std::string> image_names;  // the config's image variables, by name (see image_inputs.h)
 };
 
@@ -32,7 +32,7 @@ struct OutputGenerator::Attempt {
   engine::Request request;
   std::function<void(GenerateResult)> done;
   GenerateResult result;
-  std::string cache_key;  // of the request in flight; empty when it bypasses the cache
+  std::string cache_key;   // of the request in flight; empty when it bypasses the cache
   bool cacheable = false;  // the first request was deterministic (retries of a sampled one bypass the cache too)
 };
 
@@ -48,7 +48,8 @@ EngineFactory LlamaEngineFactory() {
     auto local = process::llm::ResolveModelPath(Env::Default(), m.options.model_path, config::ProcessVarLookup());
     if (!local.ok()) return local.status().WithContext(p.loc.ToString() + ": processor 'llm'");
     m.options.model_path = *local;
-    auto mmproj = process::llm::ResolveMmprojPath(Env::Default(), *local, p.llm.mmproj_path, config::ProcessVarLookup());
+    auto mmproj =
+        process::llm::ResolveMmprojPath(Env::Default(), *local, p.llm.mmproj_path, config::ProcessVarLookup());
     if (!mmproj.ok()) return mmproj.status().WithContext(p.loc.ToString() + ": processor 'llm'");
     m.options.mmproj_path = *mmproj;
     auto e = engine::CreateLlamaEngine(m.options);
@@ -74,7 +75,8 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(Env* env, const
       if (!g->processors_.count(o.type)) {
         std::unique_ptr<OutputProcessor> proc;
         if (o.type == "custom") {
-          MMIRAGE_ASSIGN_OR_RETURN(proc, process::custom::StartCustomProcessor(*p, process::custom::CustomStartOptions{}, warnings));
+          MMIRAGE_ASSIGN_OR_RETURN(
+              proc, process::custom::StartCustomProcessor(*p, process::custom::CustomStartOptions{}, warnings));
         } else {
           process::image_gen::ImageGenStartOptions io;
           io.env = env;
@@ -95,7 +97,8 @@ Result<std::unique_ptr<OutputGenerator>> OutputGenerator::Create(Env* env, const
     if (!g->engines_.count(o.type)) {
       config::Processor pc = *p;
       // Image inputs need a projector: without server_args.mmproj_path, look for one next to the model.
-      if (pc.llm.mmproj_path.empty() && process::llm::ConfigHasImageInputs(config)) pc.llm.mmproj_path = process::llm::kMmprojAuto;
+      if (pc.llm.mmproj_path.empty() && process::llm::ConfigHasImageInputs(config))
+        pc.llm.mmproj_path = process::llm::kMmprojAuto;
       MMIRAGE_ASSIGN_OR_RETURN(auto e, factory(pc, warnings));
       g->engines_[o.type] = std::move(e);
     }
@@ -122,7 +125,8 @@ void OutputGenerator::Generate(size_t output_index, std::string prompt, const Va
   a->request = a->route->base;
   a->done = std::move(done);
   if (!a->route->image_names.empty()) {
-    Result<process::llm::PlacedImages> placed = process::llm::PlaceImages(std::move(prompt), vars, a->route->image_names);
+    Result<process::llm::PlacedImages> placed =
+        process::llm::PlaceImages(std::move(prompt), vars, a->route->image_names);
     if (!placed.ok()) {
       a->result.status = placed.status().WithContext("output '" + a->route->output->name + "'");
       a->done(std::move(a->result));
@@ -152,7 +156,8 @@ void OutputGenerator::EnableCache(cache::GenerationCache* cache) {
         model = local.ok() ? *local : "";
       }
       auto id = ModelIdentity(Env::Default(), *p, model);
-      if (!id.ok()) LOG_WARN(p->loc.ToString() << ": generation cache off for this processor: " << id.status().message());
+      if (!id.ok())
+        LOG_WARN(p->loc.ToString() << ": generation cache off for this processor: " << id.status().message());
       identities[p] = id.ok() ? *id : "";
     }
     r->model_identity = identities[p];

@@ -57,9 +57,9 @@ class OutputGenerator {
   // Seconds spent on the cache's behalf outside the cache itself: model identities and request keys.
   double CacheKeySeconds() const;
 
-  int Capacity() const;           // sum of the engines' parallel slots
-  double LoadSeconds() const;     // sum of the engines' load times
-  int NumGpus() const;            // max over engines
+  int Capacity() const;                     // sum of the engines' parallel slots
+  double LoadSeconds() const;               // sum of the engines' load times
+  int NumGpus() const;                      // max over engines
   engine::EngineCounters Counters() const;  // summed over engines
   void Shutdown();
 
@@ -71,9 +71,9 @@ class OutputGenerator {
   void OnCompletion(const std::shared_ptr<Attempt>& attempt, engine::Completion c, bool cached);
 
   const config::Config* config_;
-  std::map<std::string, std::unique_ptr<engine::Engine>> engines_;  // by processor type
+  std::map<std::string, std::unique_ptr<engine::Engine>> engines_;      // by processor type
   std::map<std::string, std::unique_ptr<OutputProcessor>> processors_;  // by processor type (custom, image_gen)
-  std::vector<std::unique_ptr<Route>> routes_;                     // by output index
+  std::vector<std::unique_ptr<Route>> routes_;                          // by output index
   cache::GenerationCache* cache_ = nullptr;
   std::atomic<int64_t> cache_key_us_{0};
 };

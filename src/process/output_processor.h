@@ -19,9 +19,9 @@
 namespace mmirage::process {
 
 struct GenerateResult {
-  Status status;                  // OK, or the last error after every attempt
-  Value value;                    // plain: the stripped text; JSON: the checked object; custom: the result
-  int64_t prompt_tokens = 0;      // summed over attempts
+  Status status;              // OK, or the last error after every attempt
+  Value value;                // plain: the stripped text; JSON: the checked object; custom: the result
+  int64_t prompt_tokens = 0;  // summed over attempts
   int64_t completion_tokens = 0;
   int attempts = 0;
   // The error is not the row's but the shard's (e.g. a tripped circuit breaker): the run stops with `status`.

@@ -7,7 +7,6 @@
 
 #include "query/jmespath.h"
 
-
 #include <array>
 #include <exception>
 #include <utility>

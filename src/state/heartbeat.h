@@ -30,13 +30,13 @@ std::optional<double> HeartbeatAgeSeconds(Env* env, const std::string& state_dir
 
 // Live progress of the current attempt of a shard. Rows count over all datasets of the shard.
 struct ShardProgress {
-  int64_t rows_done = 0;                 // rows committed to the output so far (resumed rows included)
-  std::optional<int64_t> rows_total;     // rows of the shard, when known
-  int64_t rows_failed = 0;               // rows recorded in errors.jsonl so far
-  std::optional<double> rows_per_sec;    // current rate of this attempt
-  std::optional<double> started_at;      // epoch seconds: start of this attempt
-  std::optional<double> updated_at;      // epoch seconds: when this file was written
-  std::optional<int64_t> pid;            // the worker's process id
+  int64_t rows_done = 0;               // rows committed to the output so far (resumed rows included)
+  std::optional<int64_t> rows_total;   // rows of the shard, when known
+  int64_t rows_failed = 0;             // rows recorded in errors.jsonl so far
+  std::optional<double> rows_per_sec;  // current rate of this attempt
+  std::optional<double> started_at;    // epoch seconds: start of this attempt
+  std::optional<double> updated_at;    // epoch seconds: when this file was written
+  std::optional<int64_t> pid;          // the worker's process id
 };
 
 // Replaces progress.json (updated_at is set from env->NowMicros() when unset). Errors as TouchHeartbeat.

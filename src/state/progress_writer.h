@@ -41,19 +41,19 @@ struct ShardProgressCounters {
 };
 
 struct ShardProgressOptions {
-  Env* env = nullptr;                       // borrowed
+  Env* env = nullptr;  // borrowed
   std::string state_dir;
   int64_t shard_id = 0;
   ShardProgressCounters* counters = nullptr;  // borrowed; the writer attaches itself for Committed()
   enum class Display { kQuiet, kLog, kTerminal };
-  Display display = Display::kQuiet;        // kLog: a LOG_INFO line every log_interval_seconds; kTerminal: live line
-  double stale_timeout_seconds = 300;       // sets the heartbeat period (HeartbeatIntervalSeconds)
-  double progress_interval_seconds = 5;     // progress.json at least this often (and on every commit)
+  Display display = Display::kQuiet;     // kLog: a LOG_INFO line every log_interval_seconds; kTerminal: live line
+  double stale_timeout_seconds = 300;    // sets the heartbeat period (HeartbeatIntervalSeconds)
+  double progress_interval_seconds = 5;  // progress.json at least this often (and on every commit)
   double log_interval_seconds = 10;
-  double tick_seconds = 1;                  // thread period (on_tick, terminal line); lowered to the heartbeat period
+  double tick_seconds = 1;  // thread period (on_tick, terminal line); lowered to the heartbeat period
   // Appended to the display line after the rate (", 812 tok/s, 3 cached"); argument: seconds since the start.
   std::function<std::string(double)> line_extra;
-  std::function<void()> on_tick;            // called on the writer's thread every tick
+  std::function<void()> on_tick;  // called on the writer's thread every tick
 };
 
 class ShardProgressWriter {
@@ -76,11 +76,11 @@ class ShardProgressWriter {
   void Tick();  // one period of the thread: the files when due, on_tick, the display
 
   ShardProgressOptions o_;
-  uint64_t start_us_;               // env->MonotonicMicros() at construction
-  uint64_t started_at_us_;          // env->NowMicros() at construction (wall clock, for progress.json)
+  uint64_t start_us_;       // env->MonotonicMicros() at construction
+  uint64_t started_at_us_;  // env->NowMicros() at construction (wall clock, for progress.json)
   uint64_t heartbeat_interval_us_;
   uint64_t last_heartbeat_us_ = 0, last_progress_us_ = 0, last_log_us_ = 0;
-  std::mutex write_mu_;             // one progress.json write at a time (thread and Committed())
+  std::mutex write_mu_;  // one progress.json write at a time (thread and Committed())
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

@@ -188,9 +188,7 @@ Status TimelineWriter::Append(TimelineEntry e) {
     }
     lines_ = n;
   }
-  if (!file_) {
-    MMIRAGE_ASSIGN_OR_RETURN(file_, env_->NewWritableFile(path_, /*append=*/true));
-  }
+  if (!file_) { MMIRAGE_ASSIGN_OR_RETURN(file_, env_->NewWritableFile(path_, /*append=*/true)); }
   MMIRAGE_TRY(file_->Append(line));
   MMIRAGE_TRY(file_->Flush());
   ++*lines_;

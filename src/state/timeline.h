@@ -34,9 +34,9 @@
 namespace mmirage {
 
 struct TimelineEntry {
-  double t = 0;         // epoch seconds
+  double t = 0;  // epoch seconds
   int64_t attempt = 0;
-  std::string event;    // "" for a sample; "start", "loaded", "end"
+  std::string event;  // "" for a sample; "start", "loaded", "end"
   // Samples (cumulative over the attempt, resumed rows included in `rows`).
   int64_t rows = 0, failed = 0, resumed = 0, in_tok = 0, out_tok = 0;
   std::optional<double> rows_per_sec, tok_per_sec;  // over the interval since the previous entry of the attempt

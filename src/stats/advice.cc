@@ -102,9 +102,9 @@ void FindStalls(const ShardReport& s, Stall* worst) {
   const auto& tl = s.timeline;
   int64_t attempt = -1;
   double stretch_from = 0, prev_t = 0;
-  int64_t new_rows = 0;      // rows of this attempt (resumed ones excluded) at the stretch's start
-  int64_t out_tok = 0;       // and output tokens: a slow engine that still generates is not stalled
-  bool spans_load = false;   // the stretch contains the end of the model load
+  int64_t new_rows = 0;     // rows of this attempt (resumed ones excluded) at the stretch's start
+  int64_t out_tok = 0;      // and output tokens: a slow engine that still generates is not stalled
+  bool spans_load = false;  // the stretch contains the end of the model load
   for (const TimelineEntry& e : tl) {
     if (e.attempt != attempt || e.event == "start") {
       attempt = e.attempt;
@@ -218,22 +218,22 @@ void GpuUtilRule(const RunReport& run, std::vector<Advice>* out) {
       bool few = inflight && capacity && *inflight < kFewInFlightFraction * static_cast<double>(*capacity);
       if (few || !inflight || !capacity) {
         out->push_back({"gpu_util_low", "warn",
-                       "Few requests reach the engine: raise loading_params.batch_size (now " +
-                           std::to_string(run.knobs.batch_size) +
-                           ") so more rows are read ahead, and max_running_requests if the slots then fill; if "
-                           "mmirage's CPU is near 100 %, reading and prompt rendering are the bottleneck",
-                       ev});
+                        "Few requests reach the engine: raise loading_params.batch_size (now " +
+                            std::to_string(run.knobs.batch_size) +
+                            ") so more rows are read ahead, and max_running_requests if the slots then fill; if "
+                            "mmirage's CPU is near 100 %, reading and prompt rendering are the bottleneck",
+                        ev});
       } else {
         out->push_back({"gpu_util_low", "warn",
-                       "The engine's slots are full but the GPU idles: raise max_running_requests (now " +
-                           std::to_string(*capacity) + ", in extra_engine_args) so more sequences decode together",
-                       ev});
+                        "The engine's slots are full but the GPU idles: raise max_running_requests (now " +
+                            std::to_string(*capacity) + ", in extra_engine_args) so more sequences decode together",
+                        ev});
       }
     }
   } else if (num_gpus && *num_gpus > 0) {
     out->push_back({"gpu_not_sampled", "info",
-                   "GPU utilisation was not sampled: run with --stats (MMIRAGE_COLLECT_STATS=1) to see it",
-                   "num_gpus " + Fmt(*num_gpus, 0) + ", 0 GPU samples in the timelines"});
+                    "GPU utilisation was not sampled: run with --stats (MMIRAGE_COLLECT_STATS=1) to see it",
+                    "num_gpus " + Fmt(*num_gpus, 0) + ", 0 GPU samples in the timelines"});
   }
 }
 
@@ -247,14 +247,14 @@ void StallRule(const RunReport& run, std::vector<Advice>* out) {
                         ": no new rows or tokens for " + Secs(worst.seconds);
     if (worst.before_load) {
       out->push_back({"stall", "warn",
-                     "Time goes to loading the model before any row is processed: keep the model on a fast local "
-                     "disk, or run fewer, larger shards so each load is paid once",
-                     where + " before the model was loaded"});
+                      "Time goes to loading the model before any row is processed: keep the model on a fast local "
+                      "disk, or run fewer, larger shards so each load is paid once",
+                      where + " before the model was loaded"});
     } else {
       out->push_back({"stall", "warn",
-                     "Rows stopped flowing after the model had loaded: look for slow I/O (dataset on a network "
-                     "file system, output commits) or a request that hangs (request_timeout)",
-                     where + " after the model was loaded"});
+                      "Rows stopped flowing after the model had loaded: look for slow I/O (dataset on a network "
+                      "file system, output commits) or a request that hangs (request_timeout)",
+                      where + " after the model was loaded"});
     }
   }
 }
@@ -272,10 +272,10 @@ void CpuContentionRule(const RunReport& run, std::vector<Advice>* out) {
   }
   if (!busy.empty()) {
     out->push_back({"cpu_contention", "warn",
-                   "Other processes kept the machine's CPUs busy while mmirage got little of them: run shards on "
-                   "dedicated cores (SLURM --cpus-per-task, fewer local_workers) and set n_threads to the cores "
-                   "you own",
-                   busy});
+                    "Other processes kept the machine's CPUs busy while mmirage got little of them: run shards on "
+                    "dedicated cores (SLURM --cpus-per-task, fewer local_workers) and set n_threads to the cores "
+                    "you own",
+                    busy});
     for (Advice& a : *out)
       if (a.rule == "stall") a.evidence += "; the machine's CPUs were saturated meanwhile (cpu_contention)";
   }
@@ -288,10 +288,10 @@ void ModelLoadRule(const RunReport& run, std::vector<Advice>* out) {
   if (sum_load && sum_runtime && *sum_runtime > 0 && *sum_load >= kModelLoadMinSeconds &&
       *sum_load / *sum_runtime >= kModelLoadFraction) {
     out->push_back({"model_load", "warn",
-                   "Model loading is a large share of the shards' time: run fewer, larger shards, or serve the model "
-                   "once (an OpenAI-compatible server) and point every shard at it",
-                   "model load " + Secs(*sum_load) + " of " + Secs(*sum_runtime) + " shard runtime (" +
-                       Pct(*sum_load / *sum_runtime * 100) + ")"});
+                    "Model loading is a large share of the shards' time: run fewer, larger shards, or serve the model "
+                    "once (an OpenAI-compatible server) and point every shard at it",
+                    "model load " + Secs(*sum_load) + " of " + Secs(*sum_runtime) + " shard runtime (" +
+                        Pct(*sum_load / *sum_runtime * 100) + ")"});
   }
 }
 
@@ -314,8 +314,9 @@ void SkewRule(const RunReport& run, std::vector<Advice>* out) {
       std::string w;
       for (size_t i = 0; i < why.size(); ++i) w += (i ? "; " : "") + why[i];
       ev += "; " + w;
-      msg = "Dataset skew: very long samples sit in one shard. Shuffle the dataset before sharding, or use more "
-            "shards so long samples spread out";
+      msg =
+          "Dataset skew: very long samples sit in one shard. Shuffle the dataset before sharding, or use more "
+          "shards so long samples spread out";
       if (k.output_ratio && *k.output_ratio >= kExplainRatio && run.knobs.max_new_tokens)
         msg += "; consider a lower max_new_tokens (now " + std::to_string(*run.knobs.max_new_tokens) + ")";
     } else {
@@ -345,8 +346,8 @@ void MemoryRule(const RunReport& run, std::vector<Advice>* out) {
                       (run.knobs.max_new_tokens ? " (now " + std::to_string(*run.knobs.max_new_tokens) + ")" : "");
     if (kv > 0) msg += "; a full KV cache also goes away with a larger context_length";
     out->push_back({"memory_pressure", "warn", msg,
-                   std::to_string(oom) + " out-of-memory and " + std::to_string(kv) +
-                       " KV-cache-full error(s) in shard(s) " + shards_hit + ", e.g. \"" + example + "\""});
+                    std::to_string(oom) + " out-of-memory and " + std::to_string(kv) +
+                        " KV-cache-full error(s) in shard(s) " + shards_hit + ", e.g. \"" + example + "\""});
   }
 }
 
@@ -355,9 +356,9 @@ void TokensPerGpuRule(const RunReport& run, std::vector<Advice>* out) {
   auto tpg = AggNum(run.aggregate, "tokens_per_sec_per_gpu");
   if (tpg && *tpg < kLowTokensPerGpu) {
     out->push_back({"tokens_per_gpu_low", "info",
-                   "Low tokens/s/GPU: tune extra_engine_args (e.g. chunked_prefill_size, max_running_requests); "
-                   "well-configured engines reach 1,000 to 5,000+ tokens/s/GPU depending on model size",
-                   "tokens_per_sec_per_gpu " + Fmt(*tpg, 2)});
+                    "Low tokens/s/GPU: tune extra_engine_args (e.g. chunked_prefill_size, max_running_requests); "
+                    "well-configured engines reach 1,000 to 5,000+ tokens/s/GPU depending on model size",
+                    "tokens_per_sec_per_gpu " + Fmt(*tpg, 2)});
   }
 }
 
@@ -376,9 +377,9 @@ void AttemptsLostRule(const RunReport& run, std::vector<Advice>* out) {
   }
   if (lost > 0) {
     out->push_back({"attempts_lost", "info",
-                   "Some attempts did not finish; committed rows were resumed by the next attempt (the timeline "
-                   "marks them)",
-                   std::to_string(lost) + " attempt(s): " + which});
+                    "Some attempts did not finish; committed rows were resumed by the next attempt (the timeline "
+                    "marks them)",
+                    std::to_string(lost) + " attempt(s): " + which});
   }
 }
 

@@ -29,8 +29,8 @@ std::optional<double> ShardWorkSeconds(const ShardReport& shard);
 
 // Spread of the successful shards' working times (skew check of the report).
 struct SkewSummary {
-  int shards = 0;                       // successful shards with a working time
-  std::optional<double> cv;             // coefficient of variation of the working times (σ / mean)
+  int shards = 0;            // successful shards with a working time
+  std::optional<double> cv;  // coefficient of variation of the working times (σ / mean)
   std::optional<double> median_seconds;
   int64_t slowest_shard = -1;
   double slowest_seconds = 0;

@@ -24,7 +24,7 @@ struct ShardStatsInput {
   ShardStatus status = ShardStatus::kMissing;
   std::optional<double> started_at_seconds;  // parsed started_at (epoch seconds); nullopt when absent/unparsable
   std::optional<double> finished_at_seconds;
-  std::optional<ShardStats> stats;          // nullopt when status.json has `stats: null`
+  std::optional<ShardStats> stats;  // nullopt when status.json has `stats: null`
   int64_t failed_rows = 0;
 };
 

@@ -38,8 +38,7 @@ void CountError(const std::string& message, ErrorCounts* counts) {
   std::string m = Lower(message);
   bool oom = Contains(m, "out of memory") || Contains(m, "outofmemory") || Contains(m, " oom") ||
              m.rfind("oom", 0) == 0 || Contains(m, "cudamalloc") || Contains(m, "failed to allocate");
-  bool kv = Contains(m, "kv cache") || Contains(m, "kv-cache") || Contains(m, "memory slot") ||
-            Contains(m, "kv_cache");
+  bool kv = Contains(m, "kv cache") || Contains(m, "kv-cache") || Contains(m, "memory slot") || Contains(m, "kv_cache");
   if (oom) {
     ++counts->out_of_memory;
   } else if (kv) {
@@ -120,8 +119,7 @@ std::vector<AttemptSpan> AttemptsFromTimeline(const std::vector<TimelineEntry>& 
 
 void LoadShardDetails(Env* env, const std::string& state_dir, ShardReport* shard) {
   shard->timeline = ReadTimeline(env, state_dir, shard->shard_id, &shard->timeline_bad_lines);
-  shard->attempts = AttemptsFromTimeline(shard->timeline, shard->record,
-                                         static_cast<double>(env->NowMicros()) / 1e6);
+  shard->attempts = AttemptsFromTimeline(shard->timeline, shard->record, static_cast<double>(env->NowMicros()) / 1e6);
   // Attempt errors: every ended attempt's, and status.json's (covers a missing timeline).
   bool record_error_seen = false;
   for (const AttemptSpan& a : shard->attempts) {

@@ -34,16 +34,16 @@ struct ErrorCounts {
   int64_t out_of_memory = 0;  // "out of memory", "OOM", CUDA/HIP allocation failures
   int64_t kv_cache_full = 0;  // "KV cache is full", "no memory slot", context overflow while decoding
   int64_t other = 0;
-  std::string example;        // first memory-pressure message seen
+  std::string example;  // first memory-pressure message seen
 };
 
 // One attempt of a shard, from its timeline (or, without one, from status.json for the last attempt).
 struct AttemptSpan {
   int64_t attempt = 0;
-  double start = 0;                 // epoch seconds
-  std::optional<double> loaded;     // end of the model load
-  double end = 0;                   // end entry, else the last entry (killed) or now (running)
-  std::string outcome;              // success | failed | interrupted | killed | running
+  double start = 0;              // epoch seconds
+  std::optional<double> loaded;  // end of the model load
+  double end = 0;                // end entry, else the last entry (killed) or now (running)
+  std::string outcome;           // success | failed | interrupted | killed | running
   std::optional<std::string> error, host, slurm_job_id, slurm_array_task_id;
   std::optional<int64_t> pid, capacity;
   std::optional<double> load_seconds;
@@ -52,11 +52,11 @@ struct AttemptSpan {
 struct ShardReport {
   int64_t shard_id = 0;
   ShardRecord record;
-  std::optional<ShardStats> stats;        // successful shards
+  std::optional<ShardStats> stats;  // successful shards
   std::vector<TimelineEntry> timeline;
   int64_t timeline_bad_lines = 0;
-  std::vector<AttemptSpan> attempts;      // in attempt order
-  std::optional<UsageSummary> usage;      // when a published shard has usage.jsonl
+  std::vector<AttemptSpan> attempts;  // in attempt order
+  std::optional<UsageSummary> usage;  // when a published shard has usage.jsonl
   ErrorCounts errors;
 };
 
@@ -70,10 +70,10 @@ struct TuningKnobs {
 struct RunReport {
   std::string config_path;
   int64_t num_shards = 0;
-  double generated_at = 0;   // epoch seconds
+  double generated_at = 0;  // epoch seconds
   std::vector<ShardReport> shards;
-  Value per_shard;           // as `mmirage stats` prints it
-  Value aggregate;           // stats/aggregate.h
+  Value per_shard;  // as `mmirage stats` prints it
+  Value aggregate;  // stats/aggregate.h
   TuningKnobs knobs;
   double timeline_interval_seconds = 10;  // nominal sample period (gaps are judged against it)
 };

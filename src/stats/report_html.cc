@@ -74,8 +74,8 @@ std::string AdviceSection(const std::vector<Advice>& advice) {
   s += "<ul class=\"advice\">";
   for (const Advice& a : advice) {
     s += "<li class=\"" + HtmlEscape(a.level) + "\" data-rule=\"" + HtmlEscape(a.rule) + "\"><span class=\"lvl\">" +
-         HtmlEscape(a.level) + "</span> " + HtmlEscape(a.message) + "<div class=\"ev\">evidence: " +
-         HtmlEscape(a.evidence) + "</div></li>";
+         HtmlEscape(a.level) + "</span> " + HtmlEscape(a.message) +
+         "<div class=\"ev\">evidence: " + HtmlEscape(a.evidence) + "</div></li>";
   }
   return s + "</ul></section>";
 }
@@ -87,13 +87,14 @@ std::string TimelineSection(const RunReport& run, double t0, double t1) {
   f.t0 = t0;
   f.span = t1 - t0;
   f.height = h;
-  std::string s = "<section id=\"timeline\"><h2>Shard timeline</h2><p class=\"note\">One lane per shard, one bar per "
-                  "attempt (lighter part: model load). Hover a bar for host, pid, SLURM job and error.</p>";
+  std::string s =
+      "<section id=\"timeline\"><h2>Shard timeline</h2><p class=\"note\">One lane per shard, one bar per "
+      "attempt (lighter part: model load). Hover a bar for host, pid, SLURM job and error.</p>";
   s += SvgOpen(h, "shard timeline");
   for (double v : TimeTicks(f.span)) {
     double x = f.X(t0 + v);
-    s += "<line class=\"grid\" x1=\"" + C(x) + "\" y1=\"" + C(head) + "\" x2=\"" + C(x) + "\" y2=\"" +
-         C(h - kBottom) + "\"/>";
+    s += "<line class=\"grid\" x1=\"" + C(x) + "\" y1=\"" + C(head) + "\" x2=\"" + C(x) + "\" y2=\"" + C(h - kBottom) +
+         "\"/>";
     s += "<text class=\"xlab\" x=\"" + C(x) + "\" y=\"" + C(h - kBottom + 16) + "\">+" + Offset(v) + "</text>";
   }
   for (size_t i = 0; i < run.shards.size(); ++i) {
@@ -126,8 +127,8 @@ std::string TimelineSection(const RunReport& run, double t0, double t1) {
            "\" rx=\"3\" fill=\"" + col + "\"/>";
       if (a.loaded && *a.loaded > a.start) {
         double xl = std::min(f.X(*a.loaded), x1);
-        s += "<rect x=\"" + C(x0) + "\" y=\"" + C(y + 5) + "\" width=\"" + C(xl - x0) + "\" height=\"" +
-             C(lane - 10) + "\" rx=\"3\" fill=\"#ffffff\" fill-opacity=\"0.55\"/>";
+        s += "<rect x=\"" + C(x0) + "\" y=\"" + C(y + 5) + "\" width=\"" + C(xl - x0) + "\" height=\"" + C(lane - 10) +
+             "\" rx=\"3\" fill=\"#ffffff\" fill-opacity=\"0.55\"/>";
       }
       std::string label = "#" + std::to_string(a.attempt);
       if (a.slurm_job_id) label += " job " + *a.slurm_job_id;
@@ -199,8 +200,8 @@ std::string PerShardBars(const RunReport& run) {
   auto X = [&](double v) { return kLeft + v / ymax * (kW - kLeft - kRight - 60); };
   s += SvgOpen(h, "per-shard " + m->label);
   for (double v : Ticks(ymax)) {
-    s += "<line class=\"grid\" x1=\"" + C(X(v)) + "\" y1=\"" + C(head) + "\" x2=\"" + C(X(v)) + "\" y2=\"" +
-         C(h - 22) + "\"/><text class=\"xlab\" x=\"" + C(X(v)) + "\" y=\"" + C(h - 8) + "\">" + Short(v) + "</text>";
+    s += "<line class=\"grid\" x1=\"" + C(X(v)) + "\" y1=\"" + C(head) + "\" x2=\"" + C(X(v)) + "\" y2=\"" + C(h - 22) +
+         "\"/><text class=\"xlab\" x=\"" + C(X(v)) + "\" y=\"" + C(h - 8) + "\">" + Short(v) + "</text>";
   }
   for (size_t i = 0; i < vals.size(); ++i) {
     auto [id, v] = vals[i];
@@ -208,9 +209,8 @@ std::string PerShardBars(const RunReport& run) {
     s += "<text class=\"lane\" x=\"" + C(kLeft - 6) + "\" y=\"" + C(y + row / 2 + 4) + "\">shard " +
          std::to_string(id) + "</text>";
     s += "<rect class=\"bar\" data-shard=\"" + std::to_string(id) + "\" x=\"" + C(kLeft) + "\" y=\"" + C(y + 4) +
-         "\" width=\"" + C(std::max(1.0, X(v) - kLeft)) + "\" height=\"" + C(row - 8) + "\" fill=\"" +
-         ShardColor(id) + "\">" + Title("shard " + std::to_string(id) + ": " + FormatDouble(v) + " " + m->unit) +
-         "</rect>";
+         "\" width=\"" + C(std::max(1.0, X(v) - kLeft)) + "\" height=\"" + C(row - 8) + "\" fill=\"" + ShardColor(id) +
+         "\">" + Title("shard " + std::to_string(id) + ": " + FormatDouble(v) + " " + m->unit) + "</rect>";
     s += "<text class=\"val\" x=\"" + C(X(v) + 4) + "\" y=\"" + C(y + row / 2 + 4) + "\">" + HtmlEscape(Short(v)) +
          "</text>";
   }
@@ -225,10 +225,10 @@ std::string SkewSection(const RunReport& run) {
   if (k.shards == 0) return s + "<p class=\"note\">No successful shard with an inference time yet.</p></section>";
   s += "<p>";
   if (k.shards < 2) s += "Only one successful shard so far: nothing to compare it with. ";
-  s += "Working time (all attempts, model loads excluded) over " + std::to_string(k.shards) + " successful shard(s): coefficient of variation <b>" +
-       (k.cv ? F(*k.cv, 2) : std::string("\xE2\x80\x94")) + "</b>; slowest shard <b>" +
-       std::to_string(k.slowest_shard) + "</b> took " + F(k.slowest_seconds, 2) + " s, <b>" +
-       (k.slowest_vs_median ? F(*k.slowest_vs_median, 2) + "\xC3\x97" : std::string("\xE2\x80\x94")) +
+  s += "Working time (all attempts, model loads excluded) over " + std::to_string(k.shards) +
+       " successful shard(s): coefficient of variation <b>" + (k.cv ? F(*k.cv, 2) : std::string("\xE2\x80\x94")) +
+       "</b>; slowest shard <b>" + std::to_string(k.slowest_shard) + "</b> took " + F(k.slowest_seconds, 2) +
+       " s, <b>" + (k.slowest_vs_median ? F(*k.slowest_vs_median, 2) + "\xC3\x97" : std::string("\xE2\x80\x94")) +
        "</b> the median (" + F(k.median_seconds.value_or(0), 2) + " s; 1.5\xC3\x97 or more means skew).";
   if (k.output_ratio || k.prompt_ratio) {
     s += " Its rows' mean output length is " + (k.output_ratio ? F(*k.output_ratio, 2) + "\xC3\x97" : "\xE2\x80\x94") +
@@ -250,8 +250,7 @@ std::string SkewSection(const RunReport& run) {
     bool slow = sh.shard_id == k.slowest_shard && k.slowest_vs_median && *k.slowest_vs_median >= 1.5;
     s += std::string("<tr") + (slow ? " class=\"slow\"" : "") + "><td>" + std::to_string(sh.shard_id) + "</td><td>" +
          HtmlEscape(ShardStatusName(sh.record.status)) + "</td><td>" + std::to_string(sh.record.retry_count) +
-         "</td><td>" +
-         cell("rows_processed") + "</td><td>" + (inf ? F(inf_s, 3) : "\xE2\x80\x94") + "</td><td>" +
+         "</td><td>" + cell("rows_processed") + "</td><td>" + (inf ? F(inf_s, 3) : "\xE2\x80\x94") + "</td><td>" +
          (inf && k.median_seconds && *k.median_seconds > 0 ? F(inf_s / *k.median_seconds, 2) : "\xE2\x80\x94") +
          "</td><td>" + cell("throughput_rows_per_sec") + "</td><td>" + cell("tokens_per_sec") + "</td><td>" +
          (sh.usage && sh.usage->rows ? F(sh.usage->MeanPrompt(), 1) : "\xE2\x80\x94") + "</td><td>" +
@@ -291,22 +290,24 @@ const std::map<std::string, MetricInfo>& Metrics() {
       {"gpu_days_per_billion_tokens",
        {"GPU-days", "(sum_inference_runtime_seconds \xC3\x97 num_gpus / 86400) / (total_output_tokens / 1e9)"}},
       {"total_tokens_per_sec", {"tok/s", "total_output_tokens / sum_inference_runtime_seconds"}},
-      {"mean_cpu_util_pct", {"% of a core", "\xCE\xA3 (cpu_util_mean \xC3\x97 rows_processed) / \xCE\xA3 rows_processed"}},
+      {"mean_cpu_util_pct",
+       {"% of a core", "\xCE\xA3 (cpu_util_mean \xC3\x97 rows_processed) / \xCE\xA3 rows_processed"}},
       {"total_failed_rows", {"rows", "\xCE\xA3 failed_rows of the successful shards (errors.jsonl)"}},
   };
   return *m;
 }
 
 std::string MetricsSection(const RunReport& run) {
-  std::string s = "<section id=\"metrics\"><h2>All aggregate metrics</h2><p class=\"note\">As <code>mmirage stats"
-                  "</code> computes them (\xE2\x80\x94: not measured).</p><table class=\"grid metrics\"><thead><tr>"
-                  "<th>metric</th><th>value</th><th>unit</th><th>formula</th></tr></thead><tbody>";
+  std::string s =
+      "<section id=\"metrics\"><h2>All aggregate metrics</h2><p class=\"note\">As <code>mmirage stats"
+      "</code> computes them (\xE2\x80\x94: not measured).</p><table class=\"grid metrics\"><thead><tr>"
+      "<th>metric</th><th>value</th><th>unit</th><th>formula</th></tr></thead><tbody>";
   if (run.aggregate.is_object()) {
     for (const auto& [key, v] : run.aggregate.as_object()) {
       auto it = Metrics().find(key);
-      s += "<tr><td><code>" + HtmlEscape(key) + "</code></td><td class=\"val\" data-key=\"" + HtmlEscape(key) +
-           "\">" + HtmlEscape(ValueText(&v)) + "</td><td>" + (it != Metrics().end() ? it->second.unit : "") +
-           "</td><td>" + (it != Metrics().end() ? it->second.formula : "") + "</td></tr>";
+      s += "<tr><td><code>" + HtmlEscape(key) + "</code></td><td class=\"val\" data-key=\"" + HtmlEscape(key) + "\">" +
+           HtmlEscape(ValueText(&v)) + "</td><td>" + (it != Metrics().end() ? it->second.unit : "") + "</td><td>" +
+           (it != Metrics().end() ? it->second.formula : "") + "</td></tr>";
     }
   }
   return s + "</tbody></table></section>";
@@ -407,7 +408,8 @@ std::string RenderHtmlReport(const RunReport& run, const std::vector<Advice>& ad
     h += "</section><section id=\"utilisation\"><h2>Utilisation over time</h2>";
     bool gpu = false, cpu = false;
     for (const auto& s : run.shards)
-      for (const auto& e : s.timeline) gpu |= e.is_sample() && e.gpu.has_value(), cpu |= e.is_sample() && e.cpu.has_value();
+      for (const auto& e : s.timeline)
+        gpu |= e.is_sample() && e.gpu.has_value(), cpu |= e.is_sample() && e.cpu.has_value();
     if (gpu) {
       h += "<h3>GPU utilisation</h3>" + LineChart(run, t0, t1, true, 100, "%", "GPU utilisation per shard");
     } else {

@@ -50,7 +50,8 @@ std::string Offset(double secs) {
   int64_t s = static_cast<int64_t>(std::llround(std::max(0.0, secs)));
   char buf[32];
   if (s >= 3600) {
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600), static_cast<long long>(s / 60 % 60));
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60));
   } else if (s >= 60) {
     std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
   } else {
@@ -89,7 +90,8 @@ std::vector<double> Ticks(double hi, int target) {
 }
 double TicksTop(double hi) { return Ticks(hi).back(); }
 std::vector<double> TimeTicks(double span) {
-  static const double steps[] = {1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400};
+  static const double steps[] = {1,   2,   5,    10,   15,   30,    60,    120,   300,
+                                 600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400};
   double step = steps[0];
   for (double s : steps) {
     step = s;
@@ -100,14 +102,13 @@ std::vector<double> TimeTicks(double span) {
   return t;
 }
 
-
 // Axes, grid and labels of a time chart.
 std::string Axes(const Frame& f, const std::string& y_unit) {
   std::string s;
   for (double v : Ticks(f.ymax)) {
     double y = f.Y(v);
-    s += "<line class=\"grid\" x1=\"" + C(kLeft) + "\" y1=\"" + C(y) + "\" x2=\"" + C(kW - kRight) + "\" y2=\"" +
-         C(y) + "\"/>";
+    s += "<line class=\"grid\" x1=\"" + C(kLeft) + "\" y1=\"" + C(y) + "\" x2=\"" + C(kW - kRight) + "\" y2=\"" + C(y) +
+         "\"/>";
     s += "<text class=\"ylab\" x=\"" + C(kLeft - 6) + "\" y=\"" + C(y + 4) + "\">" + HtmlEscape(Short(v)) + "</text>";
   }
   for (double v : TimeTicks(f.span)) {
@@ -128,7 +129,6 @@ std::string SvgOpen(double h, const std::string& label) {
 }
 
 std::string Title(const std::string& t) { return "<title>" + HtmlEscape(t) + "</title>"; }
-
 
 Binned BinThroughput(const RunReport& run, double t0, double t1, size_t nbins) {
   Binned b;
@@ -191,8 +191,9 @@ std::string StackedChart(const RunReport& run, const Binned& b, const std::vecto
     d += "L" + C(f.X(b.t0)) + " " + C(f.Y(base[0])) + "Z";
     int64_t id = run.shards[k].shard_id;
     s += "<path class=\"area\" data-shard=\"" + std::to_string(id) + "\" d=\"" + d + "\" fill=\"" + ShardColor(id) +
-         "\">" + Title("shard " + std::to_string(id) + ": peak " + Short(mx) + " " + unit + ", mean " +
-                       Short(nb ? sum / static_cast<double>(nb) : 0) + " " + unit + " over the run") +
+         "\">" +
+         Title("shard " + std::to_string(id) + ": peak " + Short(mx) + " " + unit + ", mean " +
+               Short(nb ? sum / static_cast<double>(nb) : 0) + " " + unit + " over the run") +
          "</path>";
     for (size_t i = 0; i < nb; ++i) base[i] += v[i];
   }
@@ -215,8 +216,8 @@ std::string StackedChart(const RunReport& run, const Binned& b, const std::vecto
   return s + "</svg>";
 }
 
-std::string LineChart(const RunReport& run, double t0, double t1, bool gpu, double ymax_floor,
-                      const std::string& unit, const std::string& label) {
+std::string LineChart(const RunReport& run, double t0, double t1, bool gpu, double ymax_floor, const std::string& unit,
+                      const std::string& label) {
   double peak = ymax_floor;
   for (const auto& sh : run.shards)
     for (const auto& e : sh.timeline) {
@@ -254,8 +255,7 @@ std::string LineChart(const RunReport& run, double t0, double t1, bool gpu, doub
     for (size_t i = 0; i < nbins; ++i) {
       if (bin_n[i] == 0) continue;
       double t = t0 + width * (static_cast<double>(i) + 0.5);
-      pts += (pts.empty() ? "M" : t - prev_t > max_gap ? " M" : " L") + C(f.X(t)) + " " +
-             C(f.Y(bin_sum[i] / bin_n[i]));
+      pts += (pts.empty() ? "M" : t - prev_t > max_gap ? " M" : " L") + C(f.X(t)) + " " + C(f.Y(bin_sum[i] / bin_n[i]));
       prev_t = t;
       ++points;
     }

@@ -12,15 +12,15 @@
 
 namespace mmirage::report_svg {
 
-std::string ShardColor(int64_t shard_id);          // one of 10 colours, by id
+std::string ShardColor(int64_t shard_id);              // one of 10 colours, by id
 std::string OutcomeColor(const std::string& outcome);  // success | failed | interrupted | killed | running
-std::string F(double x, int nd = 1);                // "%.*f"
-std::string C(double x);                            // a coordinate (1 decimal)
-std::string Offset(double seconds);                 // "1h02m", "3m05s", "12s"
-std::string Short(double x);                        // "1.2k", "3.4M", "12", "0.35"
+std::string F(double x, int nd = 1);                   // "%.*f"
+std::string C(double x);                               // a coordinate (1 decimal)
+std::string Offset(double seconds);                    // "1h02m", "3m05s", "12s"
+std::string Short(double x);                           // "1.2k", "3.4M", "12", "0.35"
 std::vector<double> Ticks(double hi, int target = 5);  // 0, step, … ≥ hi, step 1/2/5 × 10^k
 double TicksTop(double hi);
-std::vector<double> TimeTicks(double span_seconds);    // 0 … span in round steps (1 s … 1 day)
+std::vector<double> TimeTicks(double span_seconds);  // 0 … span in round steps (1 s … 1 day)
 
 // A chart area: x in seconds from t0, y in data units from 0 to ymax.
 constexpr double kW = 1000, kLeft = 64, kRight = 16, kTop = 14, kBottom = 28;
@@ -31,7 +31,7 @@ struct Frame {
 };
 std::string Axes(const Frame& f, const std::string& y_unit);  // grid, tick labels, unit
 std::string SvgOpen(double height, const std::string& aria_label);
-std::string Title(const std::string& text);                    // <title> (hover text)
+std::string Title(const std::string& text);  // <title> (hover text)
 
 // Per-shard rates over `nbins` equal time bins of [t0, t1], from the timelines' cumulative counters (each sample
 // interval's rows and output tokens spread evenly over it; resumed rows excluded).
@@ -47,7 +47,7 @@ std::string StackedChart(const RunReport& run, const Binned& b, const std::vecto
 
 // One line per shard of the samples' GPU (gpu = true) or CPU utilisation, averaged per bin; a hole longer than
 // 3 sample periods breaks the line. The y axis reaches at least ymax_floor.
-std::string LineChart(const RunReport& run, double t0, double t1, bool gpu, double ymax_floor,
-                      const std::string& unit, const std::string& label);
+std::string LineChart(const RunReport& run, double t0, double t1, bool gpu, double ymax_floor, const std::string& unit,
+                      const std::string& label);
 
 }  // namespace mmirage::report_svg

@@ -57,9 +57,8 @@ Value ShardStats::ToValue() const {
         rate ? Value(RoundTo(static_cast<double>(*output_tokens) / (*inf * static_cast<double>(*num_gpus)), 2))
              : Value());
   v.Set("gpu_days_per_billion_tokens",
-        rate ? Value(RoundTo((static_cast<double>(*num_gpus) * *inf / 86400.0) /
-                                 (static_cast<double>(*output_tokens) / 1e9),
-                             4))
+        rate ? Value(RoundTo(
+                   (static_cast<double>(*num_gpus) * *inf / 86400.0) / (static_cast<double>(*output_tokens) / 1e9), 4))
              : Value());
   v.Set("prompt_tokens_reused", OptI(prompt_tokens_reused));
   if (images_encoded || images_reused) {
@@ -107,8 +106,10 @@ std::string HumanDuration(double seconds) {
     const char* plural;
     double size;
   };
-  static const Unit kUnits[] = {{"year", "years", 365 * 86400.0}, {"month", "months", 30.5 * 86400.0},
-                                {"day", "days", 86400.0},         {"hour", "hours", 3600.0},
+  static const Unit kUnits[] = {{"year", "years", 365 * 86400.0},
+                                {"month", "months", 30.5 * 86400.0},
+                                {"day", "days", 86400.0},
+                                {"hour", "hours", 3600.0},
                                 {"minute", "minutes", 60.0}};
   // Round the seconds part to 2 decimals first so that 59.999 s carries over to 1 minute.
   double total = std::round(seconds * 100.0) / 100.0;

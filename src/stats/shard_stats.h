@@ -11,13 +11,13 @@
 namespace mmirage {
 
 struct ShardStats {
-  std::optional<double> runtime_seconds;      // mark running → mark success, seconds
-  int64_t rows_processed = 0;                 // rows written (rows listed in errors.jsonl are not counted)
+  std::optional<double> runtime_seconds;  // mark running → mark success, seconds
+  int64_t rows_processed = 0;             // rows written (rows listed in errors.jsonl are not counted)
   std::optional<double> gpu_util_mean, gpu_util_min, gpu_util_max;  // percent
   int64_t gpu_util_samples = 0;
   std::optional<int64_t> input_tokens, output_tokens;  // null when the sum is 0
   std::optional<int64_t> num_gpus;
-  std::optional<double> model_load_seconds;   // null when the sum is 0
+  std::optional<double> model_load_seconds;       // null when the sum is 0
   std::optional<double> throughput_rows_per_sec;  // stored once, at success
   // Extensions (after MMIRAGE's keys): prompt tokens served from a shared prefix instead of evaluated, and the
   // output token rate of the whole shard (meaningful on CPU too, where per-GPU rates are null).

@@ -65,9 +65,9 @@ class NvmlGpuSampler final : public GpuUtilSampler {
     if (smi_missing_) return std::nullopt;
     std::string ids;
     for (const auto& d : devices_) ids += (ids.empty() ? "" : ",") + d;
-    auto r = RunCommandCapture({"nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
-                                "--id=" + ids},
-                               kNvidiaSmiTimeoutSeconds);
+    auto r =
+        RunCommandCapture({"nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", "--id=" + ids},
+                          kNvidiaSmiTimeoutSeconds);
     if (!r.ok()) {
       if (r.status().IsNotFound()) smi_missing_ = true;
       return std::nullopt;

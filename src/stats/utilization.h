@@ -32,8 +32,8 @@ class GpuUtilSampler {
 
 // Cumulative CPU counters; the poller turns two readings into rates.
 struct CpuCounters {
-  std::optional<double> process_cpu_seconds;    // utime + stime of this process
-  std::optional<uint64_t> machine_busy_ticks;   // /proc/stat "cpu" line: total − idle − iowait
+  std::optional<double> process_cpu_seconds;   // utime + stime of this process
+  std::optional<uint64_t> machine_busy_ticks;  // /proc/stat "cpu" line: total − idle − iowait
   std::optional<uint64_t> machine_total_ticks;
 };
 class CpuUsageSampler {
@@ -60,10 +60,10 @@ std::optional<double> ParseProcSelfStatCpuSeconds(const std::string& text, int64
 std::optional<std::pair<uint64_t, uint64_t>> ParseProcStatCpuTicks(const std::string& text);
 
 struct UtilizationSummary {
-  std::optional<double> gpu_util_mean;   // rounded to 1 decimal; null when no sample (a measured 0 is 0)
+  std::optional<double> gpu_util_mean;  // rounded to 1 decimal; null when no sample (a measured 0 is 0)
   std::optional<double> gpu_util_min, gpu_util_max;
   int64_t gpu_util_samples = 0;
-  std::optional<double> cpu_util_mean;   // this process, percent of one core, over first → last reading
+  std::optional<double> cpu_util_mean;          // this process, percent of one core, over first → last reading
   std::optional<double> machine_cpu_util_mean;  // the machine, percent of all cores
 
   // Copies the fields into the shard's stats.
@@ -72,9 +72,9 @@ struct UtilizationSummary {
 
 struct UtilizationPollerOptions {
   uint64_t interval_ms = 1000;
-  std::unique_ptr<GpuUtilSampler> gpu;          // nullptr: no GPU sampling
-  std::unique_ptr<CpuUsageSampler> cpu;         // nullptr: no CPU sampling
-  std::function<uint64_t()> monotonic_micros;   // clock for CPU rates; default Env::Default()->MonotonicMicros
+  std::unique_ptr<GpuUtilSampler> gpu;         // nullptr: no GPU sampling
+  std::unique_ptr<CpuUsageSampler> cpu;        // nullptr: no CPU sampling
+  std::function<uint64_t()> monotonic_micros;  // clock for CPU rates; default Env::Default()->MonotonicMicros
 };
 // NVML/nvidia-smi on `gpu_devices` (see GpuDevicesForShard) and /proc through env.
 UtilizationPollerOptions DefaultUtilizationOptions(Env* env, std::vector<std::string> gpu_devices);
@@ -107,7 +107,7 @@ class UtilizationPoller {
   void Loop();
 
   UtilizationPollerOptions options_;
-  std::mutex sample_mu_;  // serialises the samplers
+  std::mutex sample_mu_;   // serialises the samplers
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
   bool started_ = false;

@@ -25,8 +25,8 @@ std::variant<Template, TemplateError> Template::ParseLocated(std::string_view so
   if (auto* e = std::get_if<TemplateError>(&tokens)) return std::move(*e);
   auto program = internal::ParseProgram(std::get<std::vector<internal::Token>>(std::move(tokens)));
   if (auto* e = std::get_if<TemplateError>(&program)) return std::move(*e);
-  return Template(std::shared_ptr<const internal::Program>(
-      std::get<std::unique_ptr<internal::Program>>(std::move(program))));
+  return Template(
+      std::shared_ptr<const internal::Program>(std::get<std::unique_ptr<internal::Program>>(std::move(program))));
 }
 
 Result<Template> Template::Parse(std::string_view source) {
@@ -49,9 +49,7 @@ Status Template::RenderTo(const Value& vars, std::string* out) const {
   try {
     internal::Renderer r(vars.is_object() ? vars : kEmpty);
     return r.Exec(program_->body, out);
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument(std::string("render failed: ") + e.what());
-  }
+  } catch (const std::exception& e) { return Status::InvalidArgument(std::string("render failed: ") + e.what()); }
 }
 
 std::optional<std::string> Template::PlainVariable() const {

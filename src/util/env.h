@@ -50,14 +50,14 @@ class Env {
   virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path, bool append = false) = 0;
   virtual Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path) = 0;
 
-  virtual bool FileExists(const std::string& path) = 0;       // any kind of entry
+  virtual bool FileExists(const std::string& path) = 0;  // any kind of entry
   virtual bool IsDirectory(const std::string& path) = 0;
   virtual bool IsRegularFile(const std::string& path) = 0;
   // Names (not paths) of the entries of dir, sorted.
   virtual Result<std::vector<std::string>> GetChildren(const std::string& dir) = 0;
   virtual Status CreateDirs(const std::string& path) = 0;  // mkdir -p; OK if it exists
   virtual Status RemoveFile(const std::string& path) = 0;
-  virtual Status RemoveAll(const std::string& path) = 0;   // rm -rf; OK if absent
+  virtual Status RemoveAll(const std::string& path) = 0;                          // rm -rf; OK if absent
   virtual Status RenameFile(const std::string& from, const std::string& to) = 0;  // atomic within a file system
   // Atomically swaps two existing entries (Linux renameat2 RENAME_EXCHANGE); kNotFound-free fallback is the
   // caller's business: returns kUnavailable if the file system cannot exchange.
@@ -85,7 +85,7 @@ class Env {
   };
   virtual Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
 
-  virtual uint64_t NowMicros() = 0;          // wall clock, microseconds since the epoch
+  virtual uint64_t NowMicros() = 0;  // wall clock, microseconds since the epoch
   virtual uint64_t MonotonicMicros() = 0;
   virtual void SleepMicros(uint64_t micros) = 0;
   virtual std::string Hostname() = 0;

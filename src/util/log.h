@@ -20,13 +20,13 @@ void LogMessage(LogLevel level, std::string_view msg);
 
 }  // namespace mmirage
 
-#define MMIRAGE_LOG(level, expr)                                              \
-  do {                                                                        \
-    if (::mmirage::LogLevel::level >= ::mmirage::GetLogLevel()) {             \
-      std::ostringstream _os;                                                 \
-      _os << expr;                                                            \
-      ::mmirage::LogMessage(::mmirage::LogLevel::level, _os.str());           \
-    }                                                                         \
+#define MMIRAGE_LOG(level, expr)                                    \
+  do {                                                              \
+    if (::mmirage::LogLevel::level >= ::mmirage::GetLogLevel()) {   \
+      std::ostringstream _os;                                       \
+      _os << expr;                                                  \
+      ::mmirage::LogMessage(::mmirage::LogLevel::level, _os.str()); \
+    }                                                               \
   } while (0)
 #define LOG_DEBUG(expr) MMIRAGE_LOG(kDebug, expr)
 #define LOG_INFO(expr) MMIRAGE_LOG(kInfo, expr)

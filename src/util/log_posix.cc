@@ -26,9 +26,10 @@ const char* LevelName(LogLevel l) {
 }  // namespace
 
 bool ParseLogLevel(std::string_view s, LogLevel* out) {
-  static const std::pair<const char*, LogLevel> kNames[] = {
-      {"DEBUG", LogLevel::kDebug}, {"INFO", LogLevel::kInfo}, {"WARNING", LogLevel::kWarning},
-      {"ERROR", LogLevel::kError}};
+  static const std::pair<const char*, LogLevel> kNames[] = {{"DEBUG", LogLevel::kDebug},
+                                                            {"INFO", LogLevel::kInfo},
+                                                            {"WARNING", LogLevel::kWarning},
+                                                            {"ERROR", LogLevel::kError}};
   for (const auto& [name, level] : kNames) {
     if (s.size() == std::char_traits<char>::length(name) && ::strncasecmp(s.data(), name, s.size()) == 0) {
       *out = level;

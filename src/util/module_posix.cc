@@ -19,7 +19,7 @@ std::string ParentDir(const std::string& path) {
 }
 
 bool IsFile(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 

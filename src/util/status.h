@@ -60,7 +60,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit like std::expected
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit like std::expected
   Result(Status status) : v_(std::move(status)) {  // NOLINT
     if (std::get<Status>(v_).ok()) std::abort();   // programmer error: an OK status carries no value
   }
@@ -85,26 +85,23 @@ class [[nodiscard]] Result {
 }  // namespace mmirage
 
 // Early return on error. MMIRAGE_TRY(s) for Status, MMIRAGE_ASSIGN_OR_RETURN(lhs, expr) for Result.
-#define MMIRAGE_TRY(expr)                        \
-  do {                                           \
-    ::mmirage::Status _st = (expr);              \
-    if (!_st.ok()) return _st;                   \
+#define MMIRAGE_TRY(expr)           \
+  do {                              \
+    ::mmirage::Status _st = (expr); \
+    if (!_st.ok()) return _st;      \
   } while (0)
 
 #define MMIRAGE_CONCAT_INNER(a, b) a##b
 #define MMIRAGE_CONCAT(a, b) MMIRAGE_CONCAT_INNER(a, b)
-#define MMIRAGE_ASSIGN_OR_RETURN(lhs, expr)                        \
-  auto MMIRAGE_CONCAT(_res_, __LINE__) = (expr);                   \
-  if (!MMIRAGE_CONCAT(_res_, __LINE__).ok())                       \
-    return MMIRAGE_CONCAT(_res_, __LINE__).status();               \
+#define MMIRAGE_ASSIGN_OR_RETURN(lhs, expr)                                                   \
+  auto MMIRAGE_CONCAT(_res_, __LINE__) = (expr);                                              \
+  if (!MMIRAGE_CONCAT(_res_, __LINE__).ok()) return MMIRAGE_CONCAT(_res_, __LINE__).status(); \
   lhs = std::move(MMIRAGE_CONCAT(_res_, __LINE__)).value()
 
 // Programmer errors only, never data.
-#define MMIRAGE_CHECK(cond)                                                              \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      ::mmirage::internal::CheckFailed(#cond, __FILE__, __LINE__);                       \
-    }                                                                                    \
+#define MMIRAGE_CHECK(cond)                                                       \
+  do {                                                                            \
+    if (!(cond)) { ::mmirage::internal::CheckFailed(#cond, __FILE__, __LINE__); } \
   } while (0)
 
 namespace mmirage::internal {

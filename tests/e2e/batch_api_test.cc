@@ -125,21 +125,38 @@ std::string LifecycleConfig(const TempDir& d, const std::string& provider, int p
                                           : "http://127.0.0.1:" + std::to_string(port);
   return "processors:\n"
          "  - type: batch_api\n"
-         "    provider: " + provider + "\n"
-         "    base_url: " + base + "\n"
+         "    provider: " +
+         provider +
+         "\n"
+         "    base_url: " +
+         base +
+         "\n"
          "    max_requests_per_chunk: 3\n"
-         "    metadata_output_path: " + d.Path("receipts/meta.jsonl") + "\n"
+         "    metadata_output_path: " +
+         d.Path("receipts/meta.jsonl") +
+         "\n"
          "    price_per_million_input_tokens: 2.5\n"
-         "    price_per_million_output_tokens: 10\n" + extra_proc +
+         "    price_per_million_output_tokens: 10\n" +
+         extra_proc +
          "loading_params:\n"
          "  datasets:\n"
-         "    - path: " + d.Path("data.jsonl") + "\n"
+         "    - path: " +
+         d.Path("data.jsonl") +
+         "\n"
          "      type: JSONL\n"
-         "      output_dir: " + d.Path("out") + "\n"
+         "      output_dir: " +
+         d.Path("out") +
+         "\n"
          "      output_format: jsonl\n"
-         "      image_base_path: " + d.path() + "\n"
-         "  num_shards: " + std::to_string(shards) + "\n"
-         "  state_dir: " + d.Path("state") + "\n"
+         "      image_base_path: " +
+         d.path() +
+         "\n"
+         "  num_shards: " +
+         std::to_string(shards) +
+         "\n"
+         "  state_dir: " +
+         d.Path("state") +
+         "\n"
          "  batch_size: 2\n"
          "processing_params:\n"
          "  inputs:\n"
@@ -171,7 +188,8 @@ std::string LifecycleConfig(const TempDir& d, const std::string& provider, int p
          "    followup: \"{{ followup }}\"\n"
          "execution_params:\n"
          "  retry: true\n"
-         "  max_failed_rows: 100\n" + extra_exec;
+         "  max_failed_rows: 100\n" +
+         extra_exec;
 }
 
 // Rows of every shard, by id, and the errors; checks that each of the n rows is in exactly one of them.
@@ -241,7 +259,8 @@ void RunLifecycle(const std::string& provider, const std::string& env) {
   EXPECT_GT(st->Find("stats")->Find("cost")->as_double(), 0);
   EXPECT_FALSE(ReadLines(d.Path("out/shard_0/usage.jsonl")).empty());
   // Receipts in the original's format, one file per modality and process.
-  auto receipts = RunCommand("cat " + d.Path("receipts/meta.text.*.jsonl") + " " + d.Path("receipts/meta.multimodal.*.jsonl"));
+  auto receipts =
+      RunCommand("cat " + d.Path("receipts/meta.text.*.jsonl") + " " + d.Path("receipts/meta.multimodal.*.jsonl"));
   EXPECT_EQ(receipts.exit_code, 0);
   EXPECT_NE(receipts.out.find("\"custom_id_to_source_index\": {"), std::string::npos);
   EXPECT_EQ(receipts.out.find("test-key"), std::string::npos);
@@ -281,7 +300,9 @@ void RunLifecycle(const std::string& provider, const std::string& env) {
   EXPECT_LE(again, p.errors.size() * 3);
 }
 
-TEST(BatchApiLifecycleTest, OpenAiSubmitCheckCollectOverThreeShards) { RunLifecycle("openai", "OPENAI_API_KEY=test-key"); }
+TEST(BatchApiLifecycleTest, OpenAiSubmitCheckCollectOverThreeShards) {
+  RunLifecycle("openai", "OPENAI_API_KEY=test-key");
+}
 
 TEST(BatchApiLifecycleTest, AnthropicSubmitCheckCollectOverThreeShards) {
   RunLifecycle("anthropic", "ANTHROPIC_API_KEY=test-key");
@@ -291,8 +312,8 @@ TEST(BatchApiLifecycleTest, WaitPollsUntilDoneAndSurvivesInjectedFaults) {
   TempDir d;
   WriteData(d, 9);
   Provider prov = StartProvider(d, {"--polls", "3", "--fault-rate", "0.3"});
-  WriteFile(d.Path("cfg.yaml"), LifecycleConfig(d, "openai", prov.port, "    wait: true\n    poll_interval_seconds: 1\n", 1,
-                                                ""));
+  WriteFile(d.Path("cfg.yaml"),
+            LifecycleConfig(d, "openai", prov.port, "    wait: true\n    poll_interval_seconds: 1\n", 1, ""));
   auto r = Mm("OPENAI_API_KEY=test-key", "run --config " + d.Path("cfg.yaml"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Published p = ReadPublished(d, 9, 1);
@@ -359,7 +380,8 @@ TEST(BatchApiLifecycleTest, InputDataChangedBetweenSubmitAndCollectIsRefusedNami
   auto c = Mm(env, "collect --config " + d.Path("cfg.yaml"));
   EXPECT_EQ(c.exit_code, 1) << c.err;
   EXPECT_NE(c.err.find("the config or its input data changed since shard 0's batches were submitted"),
-            std::string::npos) << c.err;
+            std::string::npos)
+      << c.err;
   EXPECT_NE(c.err.find(d.Path("data.jsonl")), std::string::npos) << c.err;
   EXPECT_NE(c.err.find("restore them (and collect)"), std::string::npos) << c.err;
   EXPECT_FALSE(Exists(d.Path("out/shard_0/data.jsonl")));
@@ -387,8 +409,7 @@ TEST(BatchApiFailureTest, AMissingKeyFailsBeforeAnyRowIsRead) {
   WriteFile(d.Path("cfg.yaml"), LifecycleConfig(d, "openai", prov.port, "", 1));
   auto r = Mm("env -u OPENAI_API_KEY", "run --config " + d.Path("cfg.yaml"));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("Missing environment variable(s) for provider 'openai': ['OPENAI_API_KEY']"),
-            std::string::npos)
+  EXPECT_NE(r.err.find("Missing environment variable(s) for provider 'openai': ['OPENAI_API_KEY']"), std::string::npos)
       << r.err;
   EXPECT_TRUE(ReadFile(prov.log).empty());
 }
@@ -411,8 +432,8 @@ TEST(BatchApiFailureTest, AnOversizedRequestWithRejectFailsTheShard) {
   TempDir d;
   WriteData(d, 3);
   Provider prov = StartProvider(d, {});
-  WriteFile(d.Path("cfg.yaml"),
-            LifecycleConfig(d, "openai", prov.port, "    max_chunk_bytes: 100\n    oversized_request_policy: reject\n", 1));
+  WriteFile(d.Path("cfg.yaml"), LifecycleConfig(d, "openai", prov.port,
+                                                "    max_chunk_bytes: 100\n    oversized_request_policy: reject\n", 1));
   auto r = Mm("OPENAI_API_KEY=test-key", "run --shard-id 0 --config " + d.Path("cfg.yaml"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(std::regex_search(r.err, std::regex("Encountered oversized request: [0-9]+ bytes exceeds "

@@ -25,14 +25,14 @@ struct Knobs {
   std::string name = "a";
   std::string provider = "openai";
   std::string sampling = "    temperature: 0\n";
-  std::string model;                                   // "" : the provider's default
+  std::string model;  // "" : the provider's default
   std::string summary_prompt = "Summarise: {{ text }}";
-  std::string schema_extra;                            // extra output_schema entries
-  std::string extra_output;                            // an output appended after the others
-  std::string execution;                               // more execution_params
+  std::string schema_extra;  // extra output_schema entries
+  std::string extra_output;  // an output appended after the others
+  std::string execution;     // more execution_params
   bool wait = true;
-  std::string outputs;                                 // non-empty: replaces the three outputs
-  std::string schema;                                  // non-empty: replaces the output_schema entries
+  std::string outputs;  // non-empty: replaces the three outputs
+  std::string schema;   // non-empty: replaces the output_schema entries
   int shards = kShards;
 };
 
@@ -51,51 +51,67 @@ std::string Config(const TempDir& d, int port, const Knobs& k) {
   std::string base = "http://127.0.0.1:" + std::to_string(port) + (k.provider == "openai" ? "/v1" : "");
   return "processors:\n"
          "  - type: batch_api\n"
-         "    provider: " + k.provider + "\n"
-         "    base_url: " + base + "\n" + k.sampling + (k.model.empty() ? "" : "    model: " + k.model + "\n") +
+         "    provider: " +
+         k.provider +
+         "\n"
+         "    base_url: " +
+         base + "\n" + k.sampling + (k.model.empty() ? "" : "    model: " + k.model + "\n") +
          "    max_requests_per_chunk: 5\n"
          "    price_per_million_input_tokens: 2.5\n"
          "    price_per_million_output_tokens: 10\n" +
          (k.wait ? "    wait: true\n    poll_interval_seconds: 1\n" : "") +
          "loading_params:\n"
          "  datasets:\n"
-         "    - {path: " + d.Path("data.jsonl") + ", type: JSONL, output_dir: " + d.Path("out-" + k.name) +
-         ", output_format: jsonl, image_base_path: " + d.path() + "}\n"
-         "  num_shards: " + std::to_string(k.shards) + "\n"
-         "  state_dir: " + d.Path("state-" + k.name) + "\n"
+         "    - {path: " +
+         d.Path("data.jsonl") + ", type: JSONL, output_dir: " + d.Path("out-" + k.name) +
+         ", output_format: jsonl, image_base_path: " + d.path() +
+         "}\n"
+         "  num_shards: " +
+         std::to_string(k.shards) +
+         "\n"
+         "  state_dir: " +
+         d.Path("state-" + k.name) +
+         "\n"
          "processing_params:\n"
          "  inputs:\n"
          "    - {name: text, key: text}\n"
          "    - {name: id, key: id}\n"
          "    - {name: picture, key: img, type: image, optional: true}\n"
-         "  outputs:\n" + (k.outputs.empty() ? std::string(
-         "    - name: qa\n"
-         "      type: batch_api\n"
-         "      output_type: JSON\n"
-         "      output_schema: [question, answer]\n"
-         "      prompt: \"Ask about: {{ text }}\"\n"
-         "    - name: summary\n"
-         "      type: batch_api\n"
-         "      prompt: \"" + k.summary_prompt + "\"\n"
-         "    - name: followup\n"
-         "      type: batch_api\n"
-         "      prompt: \"Answer this: {{ qa.question }}\"\n") : k.outputs) + k.extra_output +
+         "  outputs:\n" +
+         (k.outputs.empty() ? std::string("    - name: qa\n"
+                                          "      type: batch_api\n"
+                                          "      output_type: JSON\n"
+                                          "      output_schema: [question, answer]\n"
+                                          "      prompt: \"Ask about: {{ text }}\"\n"
+                                          "    - name: summary\n"
+                                          "      type: batch_api\n"
+                                          "      prompt: \"" +
+                                          k.summary_prompt +
+                                          "\"\n"
+                                          "    - name: followup\n"
+                                          "      type: batch_api\n"
+                                          "      prompt: \"Answer this: {{ qa.question }}\"\n")
+                            : k.outputs) +
+         k.extra_output +
          "  remove_columns: true\n"
-         "  output_schema:\n" + (k.schema.empty() ? std::string(
-         "    id: \"{{ id }}\"\n"
-         "    question: \"{{ qa.question }}\"\n"
-         "    summary: \"{{ summary }}\"\n"
-         "    followup: \"{{ followup }}\"\n") : k.schema) + k.schema_extra +
+         "  output_schema:\n" +
+         (k.schema.empty() ? std::string("    id: \"{{ id }}\"\n"
+                                         "    question: \"{{ qa.question }}\"\n"
+                                         "    summary: \"{{ summary }}\"\n"
+                                         "    followup: \"{{ followup }}\"\n")
+                           : k.schema) +
+         k.schema_extra +
          "execution_params:\n"
          "  retry: true\n"
-         "  max_failed_rows: 100\n" + k.execution;
+         "  max_failed_rows: 100\n" +
+         k.execution;
 }
 
 struct RunFacts {
   int exit_code = -1;
   std::string err;
-  std::map<std::string, int> submitted;  // custom ids created by this run (and its collects)
-  std::map<int64_t, Value> rows;         // published rows by id
+  std::map<std::string, int> submitted;   // custom ids created by this run (and its collects)
+  std::map<int64_t, Value> rows;          // published rows by id
   std::map<int64_t, std::string> errors;  // row errors by row index
   int64_t cached_generations = 0, cached_output_tokens = 0, input_tokens = 0, usage_cached = 0;
   double cost = 0;
@@ -352,7 +368,8 @@ TEST_F(BatchCacheTest, AnswersTheProviderFailedAreSubmittedAgain) {
   EXPECT_LT(fb.submitted.size(), fa.submitted.size());
   EXPECT_EQ(fb.errors.size(), fa.errors.size());
   for (const auto& [id, n] : fb.submitted) EXPECT_EQ(fa.submitted.count(id), 1u) << id;
-  for (const auto& [i, m] : fb.errors) EXPECT_NE(m.find("provider error: fake provider failure"), std::string::npos) << m;
+  for (const auto& [i, m] : fb.errors)
+    EXPECT_NE(m.find("provider error: fake provider failure"), std::string::npos) << m;
 }
 
 TEST_F(BatchCacheTest, ACollectKilledAtAnyMomentNeverLeadsToAWrongAnswer) {

@@ -47,7 +47,7 @@ struct Child {
 };
 
 inline std::unique_ptr<Child> Start(std::vector<std::string> argv, const std::string& log,
-                             std::vector<std::pair<std::string, std::string>> env = {}) {
+                                    std::vector<std::pair<std::string, std::string>> env = {}) {
   SubprocessOptions o;
   o.argv = std::move(argv);
   o.stdout_path = log;
@@ -72,8 +72,10 @@ inline Provider StartProvider(const TempDir& d, std::vector<std::string> flags) 
   Provider p;
   p.port = *FindFreeLoopbackPort();
   p.log = d.Path("provider.log");
-  std::vector<std::string> argv = {PythonPath(), std::string(MMIRAGE_SOURCE_DIR) + "/tests/support/fake_batch_provider.py",
-                                   "--port", std::to_string(p.port), "--log", p.log};
+  std::vector<std::string> argv = {
+      PythonPath(), std::string(MMIRAGE_SOURCE_DIR) + "/tests/support/fake_batch_provider.py",
+      "--port",     std::to_string(p.port),
+      "--log",      p.log};
   argv.insert(argv.end(), flags.begin(), flags.end());
   p.child = Start(argv, d.Path("provider.out"));
   EXPECT_NE(p.child, nullptr);

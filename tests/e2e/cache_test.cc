@@ -11,34 +11,43 @@ namespace {
 
 struct Knobs {
   std::string model;
-  std::string name = "run";          // state_dir / output_dir suffix: one cache (the parent of state_dir)
+  std::string name = "run";  // state_dir / output_dir suffix: one cache (the parent of state_dir)
   std::string sampling = "temperature: 0, max_new_tokens: 16";
   std::string summary_prompt = "Summarise: {{ text }}";
-  std::string schema_extra;          // extra output_schema entries
-  std::string extra_output;          // an output appended after `judge`
-  std::string execution;             // execution_params body
+  std::string schema_extra;  // extra output_schema entries
+  std::string extra_output;  // an output appended after `judge`
+  std::string execution;     // execution_params body
   std::string loading_extra;
   int parallel = 4;
-  bool judge = true;                 // the second output (its prompt contains the first's output)
+  bool judge = true;  // the second output (its prompt contains the first's output)
 };
 
 std::string Config(const TempDir& d, const Knobs& k) {
   return "processors:\n"
          "  - type: llm\n"
          "    server_args:\n"
-         "      model_path: " + k.model + "\n"
-         "      extra_engine_args: {max_running_requests: " + std::to_string(k.parallel) +
+         "      model_path: " +
+         k.model +
+         "\n"
+         "      extra_engine_args: {max_running_requests: " +
+         std::to_string(k.parallel) +
          ", context_length: 512, n_threads: 1}\n"
-         "    default_sampling_params: {" + k.sampling + "}\n"
+         "    default_sampling_params: {" +
+         k.sampling +
+         "}\n"
          "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out-" + k.name) + ", output_format: jsonl}]\n"
-         "  state_dir: " + d.Path("state-" + k.name) + "\n" + k.loading_extra +
+         "  datasets: [{type: JSONL, path: " +
+         d.Path("data.jsonl") + ", output_dir: " + d.Path("out-" + k.name) +
+         ", output_format: jsonl}]\n"
+         "  state_dir: " +
+         d.Path("state-" + k.name) + "\n" + k.loading_extra +
          "processing_params:\n"
          "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
          "  outputs:\n"
          "    - name: summary\n"
          "      type: llm\n"
-         "      prompt: \"" + k.summary_prompt + "\"\n" +
+         "      prompt: \"" +
+         k.summary_prompt + "\"\n" +
          (k.judge ? "    - name: judge\n"
                     "      type: llm\n"
                     "      output_type: JSON\n"
@@ -49,9 +58,11 @@ std::string Config(const TempDir& d, const Knobs& k) {
          "  remove_columns: true\n"
          "  output_schema:\n"
          "    id: \"{{ id }}\"\n"
-         "    summary: \"{{ summary }}\"\n" + k.schema_extra +
+         "    summary: \"{{ summary }}\"\n" +
+         k.schema_extra +
          "execution_params:\n"
-         "  max_failed_rows: 1000\n" + k.execution;
+         "  max_failed_rows: 1000\n" +
+         k.execution;
 }
 
 struct RunFacts {

@@ -96,13 +96,29 @@ TEST_F(CheckStatsTest, MissingShardIsRetriedThenStatsCoverEveryRow) {
   for (const auto& [k, _] : report.as_object()) top.push_back(k);
   EXPECT_EQ(top, (std::vector<std::string>{"per_shard", "aggregate"}));
   const Value& agg = *report.Find("aggregate");
-  for (const char* k : {"total_shards", "completed_shards", "total_rows_processed", "wall_clock_runtime_seconds",
-                        "wall_clock_runtime_human", "sum_shard_runtime_seconds", "sum_shard_runtime_human",
-                        "min_shard_runtime_seconds", "min_shard_runtime_human", "max_shard_runtime_seconds",
-                        "max_shard_runtime_human", "overall_throughput_rows_per_sec", "mean_gpu_util_pct", "num_gpus",
-                        "total_input_tokens", "total_output_tokens", "sum_model_load_seconds",
-                        "sum_inference_runtime_seconds", "tokens_per_sec_per_gpu", "gpu_days_per_billion_tokens",
-                        "total_tokens_per_sec", "mean_cpu_util_pct", "total_failed_rows"}) {
+  for (const char* k : {"total_shards",
+                        "completed_shards",
+                        "total_rows_processed",
+                        "wall_clock_runtime_seconds",
+                        "wall_clock_runtime_human",
+                        "sum_shard_runtime_seconds",
+                        "sum_shard_runtime_human",
+                        "min_shard_runtime_seconds",
+                        "min_shard_runtime_human",
+                        "max_shard_runtime_seconds",
+                        "max_shard_runtime_human",
+                        "overall_throughput_rows_per_sec",
+                        "mean_gpu_util_pct",
+                        "num_gpus",
+                        "total_input_tokens",
+                        "total_output_tokens",
+                        "sum_model_load_seconds",
+                        "sum_inference_runtime_seconds",
+                        "tokens_per_sec_per_gpu",
+                        "gpu_days_per_billion_tokens",
+                        "total_tokens_per_sec",
+                        "mean_cpu_util_pct",
+                        "total_failed_rows"}) {
     EXPECT_NE(agg.Find(k), nullptr) << k;
   }
   EXPECT_EQ(agg.Find("total_shards")->as_int(), 3);
@@ -115,9 +131,9 @@ TEST_F(CheckStatsTest, MissingShardIsRetriedThenStatsCoverEveryRow) {
   std::vector<std::string> keys;
   for (const auto& [k, _] : e0.as_object()) keys.push_back(k);
   keys.resize(12);
-  EXPECT_EQ(keys, (std::vector<std::string>{"status", "retry_count", "shard_id", "started_at", "finished_at", "error",
-                                            "hostname", "pid", "slurm_job_id", "slurm_array_task_id", "datasets",
-                                            "stats"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"status", "retry_count", "shard_id", "started_at", "finished_at", "error",
+                                      "hostname", "pid", "slurm_job_id", "slurm_array_task_id", "datasets", "stats"}));
   EXPECT_EQ(e0.Find("stats")->Find("rows_processed")->as_int(), 17);
   EXPECT_TRUE(e0.Find("stats")->Find("runtime_human")->is_string());
 

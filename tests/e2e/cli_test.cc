@@ -53,14 +53,15 @@ TEST(CliTest, PreviewShowsVariablesPromptsAndOutputWithPlaceholders) {
   WriteFile(d.Path("data.jsonl"), MakeRows(10));
   WriteFile(d.Path("cfg.yaml"),
             "processors: [{type: llm, server_args: {model_path: m.gguf}}]\n"
-            "loading_params:\n  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " +
-                d.Path("out") + "}]\n  num_shards: 2\n"
-            "processing_params:\n  inputs: [{name: t, key: text}]\n"
-            "  outputs:\n"
-            "    - {name: qa, type: llm, output_type: JSON, output_schema: [question, answer],\n"
-            "       prompt: \"Make a question from: {{ t }}\"}\n"
-            "  remove_columns: true\n"
-            "  output_schema: {q: \"{{ qa.question }}\", src: \"{{ t }}\"}\n");
+            "loading_params:\n  datasets: [{type: JSONL, path: " +
+                d.Path("data.jsonl") + ", output_dir: " + d.Path("out") +
+                "}]\n  num_shards: 2\n"
+                "processing_params:\n  inputs: [{name: t, key: text}]\n"
+                "  outputs:\n"
+                "    - {name: qa, type: llm, output_type: JSON, output_schema: [question, answer],\n"
+                "       prompt: \"Make a question from: {{ t }}\"}\n"
+                "  remove_columns: true\n"
+                "  output_schema: {q: \"{{ qa.question }}\", src: \"{{ t }}\"}\n");
   auto r = RunMmirage("preview --config " + d.Path("cfg.yaml") + " -n 2 --shard-id 1 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> rows;
@@ -74,7 +75,8 @@ TEST(CliTest, PreviewShowsVariablesPromptsAndOutputWithPlaceholders) {
   auto first = ParseJson(rows[0]);
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->Find("row_index")->as_int(), 5);
-  EXPECT_EQ(first->Find("prompts")->Find("qa")->as_string(), "Make a question from: The capital of country 5 is city 5");
+  EXPECT_EQ(first->Find("prompts")->Find("qa")->as_string(),
+            "Make a question from: The capital of country 5 is city 5");
   EXPECT_EQ(first->Find("output")->Find("q")->as_string(), "<qa.question: string>");
   auto text = RunMmirage("preview --config " + d.Path("cfg.yaml") + " -n 1");
   EXPECT_EQ(text.exit_code, 0);

@@ -17,16 +17,17 @@ class CustomTest : public ::testing::Test {
   // A config whose one output is `custom`, over `n` rows {"id": i, "text": "row i"}.
   std::string Config(const std::string& processor_fields, int n = 20, const std::string& execution = "") {
     std::string data;
-    for (int i = 0; i < n; ++i) data += "{\"id\":" + std::to_string(i) + ",\"text\":\"row " + std::to_string(i) + "\"}\n";
+    for (int i = 0; i < n; ++i)
+      data += "{\"id\":" + std::to_string(i) + ",\"text\":\"row " + std::to_string(i) + "\"}\n";
     WriteFile(dir_.Path("data.jsonl"), data);
-    std::string cfg = "processors:\n  - type: custom\n" + processor_fields +
-                      "loading_params:\n  state_dir: " + dir_.Path("state") +
-                      "\n  datasets:\n    - type: JSONL\n      path: " + dir_.Path("data.jsonl") +
-                      "\n      output_dir: " + dir_.Path("out") + "\n      output_format: jsonl" +
-                      "\nprocessing_params:\n  inputs:\n    - name: text\n      key: text\n    - name: id\n      key: id\n"
-                      "  outputs:\n    - name: result\n      type: custom\n"
-                      "  remove_columns: true\n  output_schema:\n    id: \"{{ id }}\"\n    result: \"{{ result }}\"\n" +
-                      execution;
+    std::string cfg =
+        "processors:\n  - type: custom\n" + processor_fields + "loading_params:\n  state_dir: " + dir_.Path("state") +
+        "\n  datasets:\n    - type: JSONL\n      path: " + dir_.Path("data.jsonl") +
+        "\n      output_dir: " + dir_.Path("out") + "\n      output_format: jsonl" +
+        "\nprocessing_params:\n  inputs:\n    - name: text\n      key: text\n    - name: id\n      key: id\n"
+        "  outputs:\n    - name: result\n      type: custom\n"
+        "  remove_columns: true\n  output_schema:\n    id: \"{{ id }}\"\n    result: \"{{ result }}\"\n" +
+        execution;
     WriteFile(dir_.Path("cfg.yaml"), cfg);
     return dir_.Path("cfg.yaml");
   }
@@ -58,10 +59,11 @@ class CustomTest : public ::testing::Test {
 // The original's configs/config_mock_custom_module.yaml with tests/mock_script/mock_script.py, unchanged, run
 // from a copy of the original's tree: the merged rows equal the original's (fixture from commit 2972ff6).
 TEST_F(CustomTest, OriginalMockCustomModuleConfigGivesTheOriginalsRows) {
-  ASSERT_EQ(RunCommand("cp -r '" + kFixtures + "/configs' '" + kFixtures + "/tests' '" + dir_.path() + "/'").exit_code, 0);
-  auto r = RunCommand("HOME='" + dir_.path() + "' '" + MMIRAGE_BINARY +
-                          "' run --config configs/config_mock_custom_module.yaml",
-                      dir_.path());
+  ASSERT_EQ(RunCommand("cp -r '" + kFixtures + "/configs' '" + kFixtures + "/tests' '" + dir_.path() + "/'").exit_code,
+            0);
+  auto r = RunCommand(
+      "HOME='" + dir_.path() + "' '" + MMIRAGE_BINARY + "' run --config configs/config_mock_custom_module.yaml",
+      dir_.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Like the original's, the output is an HF dataset (output_format defaults to hf): read it with `mmirage cat`,
   // and its features are the original's.
@@ -69,7 +71,8 @@ TEST_F(CustomTest, OriginalMockCustomModuleConfigGivesTheOriginalsRows) {
   auto cat = RunMmirage("cat '" + merged + "'");
   ASSERT_EQ(cat.exit_code, 0) << cat.err;
   std::vector<std::string> got;
-  for (size_t b = 0, e; (e = cat.out.find('\n', b)) != std::string::npos; b = e + 1) got.push_back(cat.out.substr(b, e - b));
+  for (size_t b = 0, e; (e = cat.out.find('\n', b)) != std::string::npos; b = e + 1)
+    got.push_back(cat.out.substr(b, e - b));
   auto info = ParseJson(ReadFile(merged + "/dataset_info.json"));
   auto want_features = ParseJson(ReadFile(kFixtures + "/expected/config_mock_custom_module.features.json"));
   ASSERT_TRUE(info.ok() && want_features.ok());
@@ -86,18 +89,20 @@ TEST_F(CustomTest, OriginalMockCustomModuleConfigGivesTheOriginalsRows) {
 
 TEST_F(CustomTest, RowsKeepTheirOrderAcrossWorkersAndSeeTheWholeEnvironment) {
   // Later rows finish first; each result shows the row dict it got.
-  std::string cfg = Config(Script("import time\n"
-                                  "def f(row):\n"
-                                  "    time.sleep((20 - row['id']) * 0.005)\n"
-                                  "    return {'keys': sorted(row), 'text': row['text'].upper(), 'n': row['id'] * 2}\n") +
-                           "    max_workers: 4\n");
+  std::string cfg =
+      Config(Script("import time\n"
+                    "def f(row):\n"
+                    "    time.sleep((20 - row['id']) * 0.005)\n"
+                    "    return {'keys': sorted(row), 'text': row['text'].upper(), 'n': row['id'] * 2}\n") +
+             "    max_workers: 4\n");
   auto r = RunMmirage("run --config " + cfg);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto rows = Rows();
   ASSERT_EQ(rows.size(), 20u);
   for (int i = 0; i < 20; ++i) {
-    EXPECT_EQ(ToJson(rows[i]), "{\"id\":" + std::to_string(i) + ",\"result\":{\"keys\":[\"id\",\"text\"],\"text\":\"ROW " +
-                                   std::to_string(i) + "\",\"n\":" + std::to_string(2 * i) + "}}");
+    EXPECT_EQ(ToJson(rows[i]), "{\"id\":" + std::to_string(i) +
+                                   ",\"result\":{\"keys\":[\"id\",\"text\"],\"text\":\"ROW " + std::to_string(i) +
+                                   "\",\"n\":" + std::to_string(2 * i) + "}}");
   }
   EXPECT_TRUE(Errors().empty());
 }
@@ -108,7 +113,7 @@ TEST_F(CustomTest, ExceptionsBelowTheThresholdStoreTheFallbackAndAreListedAsWarn
                                   "        raise ValueError(f\"bad row {row['id']}\")\n"
                                   "    print('noise on stdout does not break the protocol')\n"
                                   "    return row['id']\n") +
-                           "    max_workers: 2\n    max_errors: 3\n    fallback_value: {failed: true}\n",
+                               "    max_workers: 2\n    max_errors: 3\n    fallback_value: {failed: true}\n",
                            20, "execution_params:\n  merge: true\n");
   auto r = RunMmirage("run --config " + cfg);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -178,7 +183,8 @@ TEST_F(CustomTest, TimeoutsKillOnlyThatWorkerAndCountTowardsMaxTimeouts) {
   RunCommand("rm -rf '" + dir_.Path("out") + "' '" + dir_.Path("state") + "'");
   r = RunMmirage("run --config " + cfg2);
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("circuit breaker tripped: Max timeouts reached (2 of max_timeouts=2)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("circuit breaker tripped: Max timeouts reached (2 of max_timeouts=2)"), std::string::npos)
+      << r.err;
 }
 
 TEST_F(CustomTest, RowsQueuedBehindATimedOutRowAreNotLost) {
@@ -246,8 +252,8 @@ TEST_F(CustomTest, LoadErrorsFailAtStartWithThePythonMessage) {
             std::string::npos)
       << r.err;
   // An interpreter that does not exist.
-  r = RunMmirage("run --config " + Config(Script("def f(row):\n    return 1\n") +
-                                          "    python_executable: /nonexistent/python9\n"));
+  r = RunMmirage("run --config " +
+                 Config(Script("def f(row):\n    return 1\n") + "    python_executable: /nonexistent/python9\n"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("/nonexistent/python9"), std::string::npos) << r.err;
 }
@@ -278,10 +284,12 @@ TEST_F(CustomTest, RedoingFailedRowsKeepsTheWarnings) {
                                   "def f(row):\n"
                                   "    if row['id'] == 3:\n"
                                   "        raise RuntimeError('always')\n"
-                                  "    if row['id'] == 4 and not os.path.exists('" + marker + "'):\n"
+                                  "    if row['id'] == 4 and not os.path.exists('" +
+                                  marker +
+                                  "'):\n"
                                   "        return {1}\n"
                                   "    return row['id']\n") +
-                           "    max_errors: 10\n    fallback_value: -1\n",
+                               "    max_errors: 10\n    fallback_value: -1\n",
                            8, "execution_params:\n  max_failed_rows: 1\n");
   auto r = RunMmirage("run --config " + cfg);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -330,7 +338,8 @@ TEST_F(CustomTest, ACommandWorkerInAnotherLanguageSpeaksTheProtocol) {
 TEST_F(CustomTest, ConfigChecksForTheExtensions) {
   auto r = RunMmirage("validate --config " + Config("    command: [a]\n    script_path: x.py\n    function_name: f\n"));
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE((r.out + r.err).find("command replaces script_path and function_name"), std::string::npos) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("command replaces script_path and function_name"), std::string::npos)
+      << r.out << r.err;
   r = RunMmirage("validate --config " + Config("    function_name: f\n"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE((r.out + r.err).find("script_path must be a non-empty string"), std::string::npos);

@@ -44,9 +44,9 @@ inline std::vector<std::string> CatLines(const std::string& path) {
 inline std::string MakeRows(int n) {
   std::string s;
   for (int i = 0; i < n; ++i) {
-    s += "{\"id\":" + std::to_string(i) + ",\"text\":\"The capital of country " + std::to_string(i) +
-         " is city " + std::to_string(i) + "\",\"meta\":{\"lang\":\"en\",\"score\":" + std::to_string(i) +
-         ".5},\"tags\":[\"t" + std::to_string(i % 3) + "\",\"x\"]}\n";
+    s += "{\"id\":" + std::to_string(i) + ",\"text\":\"The capital of country " + std::to_string(i) + " is city " +
+         std::to_string(i) + "\",\"meta\":{\"lang\":\"en\",\"score\":" + std::to_string(i) + ".5},\"tags\":[\"t" +
+         std::to_string(i % 3) + "\",\"x\"]}\n";
   }
   return s;
 }
@@ -58,10 +58,15 @@ inline std::string RestructureConfig(const std::string& data, const std::string&
          "loading_params:\n"
          "  datasets:\n"
          "    - type: JSONL\n"
-         "      path: " + data + "\n"
-         "      output_dir: " + out + "\n"
+         "      path: " +
+         data +
+         "\n"
+         "      output_dir: " +
+         out +
+         "\n"
          "      output_format: jsonl\n"
-         "  state_dir: " + state + "\n" + extra_loading +
+         "  state_dir: " +
+         state + "\n" + extra_loading +
          "processing_params:\n"
          "  inputs:\n"
          "    - name: text\n"
@@ -81,7 +86,8 @@ inline std::string RestructureConfig(const std::string& data, const std::string&
          "      - role: user\n"
          "        content: \"Rewrite ({{ lang | upper }}): {{ text }}\"\n"
          "      - role: assistant\n"
-         "        content: \"{{ text.split(' ')[-1] }} has {{ tags | length }} tags\"\n" + extra;
+         "        content: \"{{ text.split(' ')[-1] }} has {{ tags | length }} tags\"\n" +
+         extra;
 }
 
 }  // namespace mmirage::testing

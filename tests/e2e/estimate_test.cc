@@ -22,13 +22,20 @@ std::string EstimateConfig(const TempDir& d, const std::string& extra_processor 
   return "processors:\n"
          "  - type: llm\n"
          "    server_args:\n"
-         "      model_path: " + SharedTinyModel() + "\n"
+         "      model_path: " +
+         SharedTinyModel() +
+         "\n"
          "      extra_engine_args: {max_running_requests: 4, context_length: 512, n_threads: 1}\n"
          // Stop strings cut the synthetic model's output at varying lengths.
-         "    default_sampling_params: {temperature: 0, max_new_tokens: 24, stop: [\"e\", \"q\"]}\n" + extra_processor +
+         "    default_sampling_params: {temperature: 0, max_new_tokens: 24, stop: [\"e\", \"q\"]}\n" +
+         extra_processor +
          "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + ", output_format: jsonl}]\n"
-         "  state_dir: " + d.Path("state") + "\n"
+         "  datasets: [{type: JSONL, path: " +
+         d.Path("data.jsonl") + ", output_dir: " + d.Path("out") +
+         ", output_format: jsonl}]\n"
+         "  state_dir: " +
+         d.Path("state") +
+         "\n"
          "  num_shards: 2\n"
          "processing_params:\n"
          "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
@@ -88,7 +95,8 @@ TEST(EstimateTest, TheIntervalHoldsTheRealRunsTokenTotalsAndNothingOfTheRunIsTou
     const Value* x = v->Find(k);
     ASSERT_NE(x, nullptr) << k;
     ASSERT_TRUE(x->is_object()) << k << ": " << e.out;
-    for (const char* f : {"estimate", "low", "high"}) EXPECT_TRUE(x->Find(f) && x->Find(f)->is_number()) << k << "." << f;
+    for (const char* f : {"estimate", "low", "high"})
+      EXPECT_TRUE(x->Find(f) && x->Find(f)->is_number()) << k << "." << f;
   }
   EXPECT_TRUE(v->Find("gpu_days_per_billion_tokens")->is_number());
   ASSERT_TRUE(v->Find("assumptions")->is_array());

@@ -19,9 +19,11 @@ class FailureReportE2eTest : public ::testing::Test {
   std::string Config(const std::string& extra_exec) {
     std::string c = dir_.Path("c.yaml");
     WriteFile(c, "processors: []\nloading_params:\n  datasets: [{type: JSONL, path: " + dir_.Path("d.jsonl") +
-                     ", output_dir: " + dir_.Path("out") + ", output_format: jsonl}]\n  state_dir: " +
-                     dir_.Path("state") + "\n  num_shards: 2\nprocessing_params:\n  inputs: [{name: t, key: t}]\n"
-                     "  outputs: []\n  output_schema: {u: '{{ t.upper() }}'}\nexecution_params:\n" + extra_exec);
+                     ", output_dir: " + dir_.Path("out") +
+                     ", output_format: jsonl}]\n  state_dir: " + dir_.Path("state") +
+                     "\n  num_shards: 2\nprocessing_params:\n  inputs: [{name: t, key: t}]\n"
+                     "  outputs: []\n  output_schema: {u: '{{ t.upper() }}'}\nexecution_params:\n" +
+                     extra_exec);
     return c;
   }
   TempDir dir_;

@@ -27,14 +27,18 @@ TEST(HardeningTest, HostileRowsAreRowErrorsListedWithFileAndLine) {
   WriteFile(d.Path("cfg.yaml"),
             "processors: []\n"
             "loading_params:\n"
-            "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + ", output_format: jsonl}]\n"
-            "  state_dir: " + d.Path("state") + "\n"
-            "processing_params:\n"
-            "  inputs: [{name: a, key: a}, {name: b, key: b}, {name: s, key: s}, {name: id, key: id}]\n"
-            "  outputs: []\n"
-            "  remove_columns: true\n"
-            "  output_schema: {id: \"{{ id }}\", q: \"{{ a / b }}\", f: \"{{ s.format('x') }}\"}\n"
-            "execution_params: {max_failed_rows: 10}\n");
+            "  datasets: [{type: JSONL, path: " +
+                d.Path("data.jsonl") + ", output_dir: " + d.Path("out") +
+                ", output_format: jsonl}]\n"
+                "  state_dir: " +
+                d.Path("state") +
+                "\n"
+                "processing_params:\n"
+                "  inputs: [{name: a, key: a}, {name: b, key: b}, {name: s, key: s}, {name: id, key: id}]\n"
+                "  outputs: []\n"
+                "  remove_columns: true\n"
+                "  output_schema: {id: \"{{ id }}\", q: \"{{ a / b }}\", f: \"{{ s.format('x') }}\"}\n"
+                "execution_params: {max_failed_rows: 10}\n");
   auto r = RunMmirage("run --config " + d.Path("cfg.yaml"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto rows = ReadLines(d.Path("out/shard_0/data.jsonl"));
@@ -53,13 +57,21 @@ std::string LlmConfig(const TempDir& d, const std::string& model, const std::str
   return "processors:\n"
          "  - type: llm\n"
          "    server_args:\n"
-         "      model_path: " + model + "\n"
+         "      model_path: " +
+         model +
+         "\n"
          "      extra_engine_args: {max_running_requests: 1, context_length: 512, n_threads: 1}\n"
          "    default_sampling_params: {temperature: 0, max_new_tokens: 24}\n"
          "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + out + ", output_format: jsonl}]\n"
-         "  state_dir: " + state + "\n"
-         "  num_shards: " + std::to_string(shards) + "\n"
+         "  datasets: [{type: JSONL, path: " +
+         d.Path("data.jsonl") + ", output_dir: " + out +
+         ", output_format: jsonl}]\n"
+         "  state_dir: " +
+         state +
+         "\n"
+         "  num_shards: " +
+         std::to_string(shards) +
+         "\n"
          "processing_params:\n"
          "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
          "  outputs: [{name: answer, type: llm, prompt: \"Rewrite: {{ text }}\"}]\n"
@@ -69,8 +81,12 @@ std::string LlmConfig(const TempDir& d, const std::string& model, const std::str
          "  cache: off\n"  // the reference run must not answer the faulty runs from the generation cache
          "  retry: true\n"
          "  merge: true\n"
-         "  local_workers: " + std::to_string(workers) + "\n"
-         "  max_retries: " + std::to_string(max_retries) + "\n"
+         "  local_workers: " +
+         std::to_string(workers) +
+         "\n"
+         "  max_retries: " +
+         std::to_string(max_retries) +
+         "\n"
          "  commit_every_rows: 2\n"
          "  commit_interval_seconds: 0.1\n";
 }
@@ -144,7 +160,8 @@ void StopWholeGroupAndResume(int sig) {
   // a second signal (terminal + orchestrator) would have made a worker exit at once without the commit.
   std::string log = ReadFile(d.Path("run.log"));
   size_t notices = 0;
-  for (size_t p = log.find("send the signal again"); p != std::string::npos; p = log.find("send the signal again", p + 1)) {
+  for (size_t p = log.find("send the signal again"); p != std::string::npos;
+       p = log.find("send the signal again", p + 1)) {
     ++notices;
   }
   EXPECT_EQ(notices, 3u) << log;
@@ -209,8 +226,7 @@ TEST(HardeningTest, FiftyKillNinesOfAFourShardRunWithMaxRetriesOneConverge) {
   ASSERT_EQ(fin.exit_code, 0) << fin.err;
   EXPECT_EQ(ReadFile(d.Path("out/merged/data.jsonl")), ReadFile(d.Path("ref_out/merged/data.jsonl")));
   EXPECT_GE(kills, want_kills) << "the run finished after " << kills << " kills; lengthen the workload";
-  std::printf("kill -9 x %d of a 4-shard run (max_retries: 1): merged output identical to the fault-free run\n",
-              kills);
+  std::printf("kill -9 x %d of a 4-shard run (max_retries: 1): merged output identical to the fault-free run\n", kills);
 }
 
 }  // namespace

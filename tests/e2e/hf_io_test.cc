@@ -40,12 +40,19 @@ std::string BasicConfig(const TempDir& d, const std::string& src, const std::str
   return "processors: []\n"
          "loading_params:\n"
          "  datasets:\n"
-         "    - type: " + type + "\n"
-         "      path: " + src + "\n"
-         "      output_dir: " + d.Path("out_" + format) + "\n" +
-         (format.empty() ? "" : "      output_format: " + format + "\n") +
-         "  state_dir: " + d.Path("state_" + format) + "\n"
-         "  num_shards: " + std::to_string(shards) + "\n"
+         "    - type: " +
+         type +
+         "\n"
+         "      path: " +
+         src +
+         "\n"
+         "      output_dir: " +
+         d.Path("out_" + format) + "\n" + (format.empty() ? "" : "      output_format: " + format + "\n") +
+         "  state_dir: " + d.Path("state_" + format) +
+         "\n"
+         "  num_shards: " +
+         std::to_string(shards) +
+         "\n"
          "processing_params:\n"
          "  inputs:\n"
          "    - {name: text, key: text}\n"
@@ -138,15 +145,19 @@ TEST_F(HfIoTest, DatasetDictSplitsAreProcessedAndMergedPerSplit) {
   WriteFile(d_.Path("dd.yaml"),
             "processors: []\n"
             "loading_params:\n"
-            "  datasets: [{type: loadable, path: " + d_.Path("dd") + ", output_dir: " + d_.Path("out") + "}]\n"
-            "  state_dir: " + d_.Path("state") + "\n"
-            "  num_shards: 2\n"
-            "processing_params:\n"
-            "  inputs: [{name: q, key: q}]\n"
-            "  outputs: []\n"
-            "  remove_columns: false\n"
-            "  output_schema: {shout: \"{{ q | upper }}!\"}\n"
-            "execution_params: {merge: true}\n");
+            "  datasets: [{type: loadable, path: " +
+                d_.Path("dd") + ", output_dir: " + d_.Path("out") +
+                "}]\n"
+                "  state_dir: " +
+                d_.Path("state") +
+                "\n"
+                "  num_shards: 2\n"
+                "processing_params:\n"
+                "  inputs: [{name: q, key: q}]\n"
+                "  outputs: []\n"
+                "  remove_columns: false\n"
+                "  output_schema: {shout: \"{{ q | upper }}!\"}\n"
+                "execution_params: {merge: true}\n");
   auto r = RunAllShards(d_.Path("dd.yaml"), 2);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(OracleOk("check-dict '" + d_.Path("out/merged") + "' test,train"));
@@ -157,14 +168,15 @@ TEST_F(HfIoTest, DatasetDictSplitsAreProcessedAndMergedPerSplit) {
   auto n1 = RunMmirage("cat " + d_.Path("out/merged") + " -n 1 --split train");
   EXPECT_EQ(n1.out, "{\"q\":\"a\",\"n\":1,\"shout\":\"A!\"}\n");
   auto all = RunMmirage("cat " + d_.Path("out") + " --split train");
-  EXPECT_EQ(all.out, "{\"q\":\"a\",\"n\":1,\"shout\":\"A!\"}\n{\"q\":\"b\",\"n\":2,\"shout\":\"B!\"}\n"
-                     "{\"q\":\"c\",\"n\":3,\"shout\":\"C!\"}\n");
+  EXPECT_EQ(all.out,
+            "{\"q\":\"a\",\"n\":1,\"shout\":\"A!\"}\n{\"q\":\"b\",\"n\":2,\"shout\":\"B!\"}\n"
+            "{\"q\":\"c\",\"n\":3,\"shout\":\"C!\"}\n");
   auto bad = RunMmirage("cat " + d_.Path("out/merged") + " --split nope");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("no split 'nope'"), std::string::npos) << bad.err;
   // A split map is not a loadable path.
-  WriteFile(d_.Path("map.yaml"), Replace(ReadFile(d_.Path("dd.yaml")), "path: " + d_.Path("dd"),
-                                         "path: {train: " + d_.Path("dd") + "}"));
+  WriteFile(d_.Path("map.yaml"),
+            Replace(ReadFile(d_.Path("dd.yaml")), "path: " + d_.Path("dd"), "path: {train: " + d_.Path("dd") + "}"));
   auto v = RunMmirage("validate --config " + d_.Path("map.yaml"));
   EXPECT_NE(v.exit_code, 0);
   EXPECT_NE(v.err.find("not a split map"), std::string::npos) << v.err;
@@ -184,20 +196,23 @@ TEST_F(HfIoTest, EveryArrowTypeMapsToValuesFromArrowAndParquet) {
   WriteFile(d_.Path("pq.yaml"),
             "processors: []\n"
             "loading_params:\n"
-            "  datasets: [{type: parquet, path: '" + d_.Path("ex/*.parquet") + "', output_dir: " + d_.Path("out") +
+            "  datasets: [{type: parquet, path: '" +
+                d_.Path("ex/*.parquet") + "', output_dir: " + d_.Path("out") +
                 ", output_format: jsonl}]\n"
-            "  state_dir: " + d_.Path("state") + "\n"
-            "  num_shards: 2\n"
-            "processing_params:\n"
-            "  inputs: [{name: d, key: dict, optional: true}]\n"
-            "  outputs: []\n"
-            "  remove_columns: false\n"
-            "  output_schema: {}\n"
-            "execution_params: {merge: true}\n");
+                "  state_dir: " +
+                d_.Path("state") +
+                "\n"
+                "  num_shards: 2\n"
+                "processing_params:\n"
+                "  inputs: [{name: d, key: dict, optional: true}]\n"
+                "  outputs: []\n"
+                "  remove_columns: false\n"
+                "  output_schema: {}\n"
+                "execution_params: {merge: true}\n");
   auto r = RunAllShards(d_.Path("pq.yaml"), 2);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(OracleOk("compare-jsonl '" + d_.Path("out/merged/data.jsonl") + "' '" + d_.Path("ex/expected.jsonl") +
-                       "'"));
+  EXPECT_TRUE(
+      OracleOk("compare-jsonl '" + d_.Path("out/merged/data.jsonl") + "' '" + d_.Path("ex/expected.jsonl") + "'"));
 }
 
 // One run that must fail with a one-line error naming `needle`, publishing nothing.
@@ -213,7 +228,8 @@ void ExpectCleanFailure(const TempDir& d, const std::string& cfg, const std::str
   if (at != std::string::npos) {
     size_t bol = r.err.rfind('\n', at);
     size_t eol = r.err.find('\n', at);
-    std::string line = r.err.substr(bol == std::string::npos ? 0 : bol + 1, eol - (bol == std::string::npos ? 0 : bol + 1));
+    std::string line =
+        r.err.substr(bol == std::string::npos ? 0 : bol + 1, eol - (bol == std::string::npos ? 0 : bol + 1));
     EXPECT_NE(line.find("ERROR"), std::string::npos) << "not an error line: " << line;
   }
   EXPECT_FALSE(Exists(d.Path("out_hf/shard_0"))) << r.err;
@@ -258,9 +274,12 @@ TEST(HfOutputTest, ConflictingColumnTypesAreAShardErrorNamingTheColumnAndTwoRows
   auto cfg = [&](const std::string& format) {
     return "processors: []\n"
            "loading_params:\n"
-           "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out_" + format) +
-           ", output_format: " + format + "}]\n"
-           "  state_dir: " + d.Path("state") + "\n"
+           "  datasets: [{type: JSONL, path: " +
+           d.Path("data.jsonl") + ", output_dir: " + d.Path("out_" + format) + ", output_format: " + format +
+           "}]\n"
+           "  state_dir: " +
+           d.Path("state") +
+           "\n"
            "processing_params:\n"
            "  inputs: [{name: v, key: v, optional: true}]\n"
            "  outputs: []\n"
@@ -270,8 +289,7 @@ TEST(HfOutputTest, ConflictingColumnTypesAreAShardErrorNamingTheColumnAndTwoRows
   WriteFile(d.Path("hf.yaml"), cfg("hf"));
   auto r = RunMmirage("run -q --config " + d.Path("hf.yaml"));
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("column 'v' has values of two types: row 0 has a float, row 3 has a string"),
-            std::string::npos)
+  EXPECT_NE(r.err.find("column 'v' has values of two types: row 0 has a float, row 3 has a string"), std::string::npos)
       << r.err;
   EXPECT_FALSE(Exists(d.Path("out_hf/shard_0")));
   // JSONL has no column types: the same rows are fine.
@@ -296,9 +314,12 @@ TEST(HfResumeTest, KillNineMidRunThenResumeGivesTheFaultFreeOutputInEveryFormat)
     auto cfg = [&](const std::string& tag) {
       return "processors: []\n"
              "loading_params:\n"
-             "  datasets: [{type: loadable, path: " + d.Path("big") + ", output_dir: " + d.Path(tag + "_out") +
-             ", output_format: " + format + "}]\n"
-             "  state_dir: " + d.Path(tag + "_state") + "\n"
+             "  datasets: [{type: loadable, path: " +
+             d.Path("big") + ", output_dir: " + d.Path(tag + "_out") + ", output_format: " + format +
+             "}]\n"
+             "  state_dir: " +
+             d.Path(tag + "_state") +
+             "\n"
              "processing_params:\n"
              "  inputs: [{name: id, key: id}, {name: text, key: text}, {name: t, key: 'tags[1]'}]\n"
              "  outputs: []\n"
@@ -366,17 +387,18 @@ TEST(HfResumeTest, KillNineMidRunThenResumeGivesTheFaultFreeOutputInEveryFormat)
 }
 
 // The original's throughput benchmark config (configs/config_benchmark_datatrove.yaml at 2972ff6, checked in under
-// tests/fixtures/mmirage-2972ff6/configs/) validates and runs with only model_path changed, on a save_to_disk dataset with the
-// s1K-1.1 columns built by examples/s1k/make_s1k_dataset.py. Its mode is slurm: the run is the array task's command
+// tests/fixtures/mmirage-2972ff6/configs/) validates and runs with only model_path changed, on a save_to_disk dataset
+// with the s1K-1.1 columns built by examples/s1k/make_s1k_dataset.py. Its mode is slurm: the run is the array task's
+// command
 // (`run --shard-id 0`). The synthetic model ends every answer at once (EOS bias), so 1024 max_new_tokens stay cheap.
 TEST(DatatroveConfigTest, TheOriginalsBenchmarkConfigRunsUnchangedButForModelPath) {
   TempDir d;
   std::string src = MMIRAGE_SOURCE_DIR;
   std::string model = d.Path("tiny.gguf");
   ASSERT_EQ(RunCommand("'" + MakeTestModelTool() + "' --out '" + model + "' --seed 3 --eos-bias 100").exit_code, 0);
-  auto mk = RunCommand("'" + PythonPath() + "' '" + src + "/examples/s1k/make_s1k_dataset.py' --rows 5 --out " +
-                           "data/s1K-1.1",
-                       d.path());
+  auto mk = RunCommand(
+      "'" + PythonPath() + "' '" + src + "/examples/s1k/make_s1k_dataset.py' --rows 5 --out " + "data/s1K-1.1",
+      d.path());
   ASSERT_EQ(mk.exit_code, 0) << mk.err;
   std::string original = ReadFile(src + "/tests/fixtures/mmirage-2972ff6/configs/config_benchmark_datatrove.yaml");
   ASSERT_NE(original.find("model_path: Qwen/Qwen3-4B"), std::string::npos);
@@ -386,11 +408,11 @@ TEST(DatatroveConfigTest, TheOriginalsBenchmarkConfigRunsUnchangedButForModelPat
   ASSERT_EQ(v.exit_code, 0) << v.err;
   auto r = RunMmirage("run -q --config config_benchmark_datatrove.yaml --shard-id 0", d.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto check = RunCommand(
-      "'" + PythonPath() + "' -c \"import datasets, json; "
-      "d = datasets.load_from_disk('data/benchmark_s1k/output/shard_0'); "
-      "print(json.dumps([len(d), list(d.features), d[4]['question'], d[4]['answer']]))\"",
-      d.path());
+  auto check = RunCommand("'" + PythonPath() +
+                              "' -c \"import datasets, json; "
+                              "d = datasets.load_from_disk('data/benchmark_s1k/output/shard_0'); "
+                              "print(json.dumps([len(d), list(d.features), d[4]['question'], d[4]['answer']]))\"",
+                          d.path());
   ASSERT_EQ(check.exit_code, 0) << check.err;
   auto got = ParseJson(check.out);
   ASSERT_TRUE(got.ok()) << check.out;

@@ -24,7 +24,6 @@ std::vector<Value> JsonLines(const std::string& path) {
   return out;
 }
 
-
 std::vector<Value> Bodies(const FakeImagesServer& s) {
   std::vector<Value> out;
   for (const auto& l : s.Posts()) {
@@ -44,18 +43,19 @@ class ImageGenTest : public ::testing::Test {
                      const std::string& processor_extra = "", const std::string& more_outputs = "",
                      const std::string& execution = "") {
     std::string data;
-    for (int i = 0; i < n; ++i) data += "{\"id\":" + std::to_string(i) + ",\"text\":\"thing " + std::to_string(i) + "\"}\n";
+    for (int i = 0; i < n; ++i)
+      data += "{\"id\":" + std::to_string(i) + ",\"text\":\"thing " + std::to_string(i) + "\"}\n";
     WriteFile(dir_.Path("data.jsonl"), data);
-    std::string cfg = "processors:\n  - type: image_gen\n    backend: external\n    external:\n      base_url: " + url +
-                      "\n      timeout_seconds: 30\n      max_concurrent_requests: 3\n    output_dir: " +
-                      dir_.Path("images") + "\n" + processor_extra +
-                      "loading_params:\n  state_dir: " + dir_.Path("state") +
-                      "\n  datasets:\n    - type: JSONL\n      path: " + dir_.Path("data.jsonl") +
-                      "\n      output_dir: " + dir_.Path("out") + "\n      output_format: jsonl" +
-                      "\nprocessing_params:\n  inputs:\n    - name: text\n      key: text\n    - name: id\n      key: id\n"
-                      "  outputs:\n    - name: img\n      type: image_gen\n      prompt: \"draw {{ text }}\"\n" +
-                      output_fields + more_outputs +
-                      "  remove_columns: true\n  output_schema:\n    id: \"{{ id }}\"\n    img: \"{{ img }}\"\n" + execution;
+    std::string cfg =
+        "processors:\n  - type: image_gen\n    backend: external\n    external:\n      base_url: " + url +
+        "\n      timeout_seconds: 30\n      max_concurrent_requests: 3\n    output_dir: " + dir_.Path("images") + "\n" +
+        processor_extra + "loading_params:\n  state_dir: " + dir_.Path("state") +
+        "\n  datasets:\n    - type: JSONL\n      path: " + dir_.Path("data.jsonl") +
+        "\n      output_dir: " + dir_.Path("out") + "\n      output_format: jsonl" +
+        "\nprocessing_params:\n  inputs:\n    - name: text\n      key: text\n    - name: id\n      key: id\n"
+        "  outputs:\n    - name: img\n      type: image_gen\n      prompt: \"draw {{ text }}\"\n" +
+        output_fields + more_outputs +
+        "  remove_columns: true\n  output_schema:\n    id: \"{{ id }}\"\n    img: \"{{ img }}\"\n" + execution;
     WriteFile(dir_.Path("cfg.yaml"), cfg);
     return dir_.Path("cfg.yaml");
   }
@@ -69,12 +69,16 @@ class ImageGenTest : public ::testing::Test {
 TEST_F(ImageGenTest, OriginalLocalConfigRunsUnchangedButForTheUrl) {
   FakeImagesServer server(dir_.path());
   ASSERT_EQ(server.error(), "");
-  ASSERT_EQ(RunCommand("cp -r '" + kFixtures + "/configs' '" + kFixtures + "/tests' '" + dir_.path() + "/'").exit_code, 0);
+  ASSERT_EQ(RunCommand("cp -r '" + kFixtures + "/configs' '" + kFixtures + "/tests' '" + dir_.path() + "/'").exit_code,
+            0);
   ASSERT_EQ(RunCommand("sed -i 's#http://127.0.0.1:30010/v1#" + server.BaseUrl() +
-                       "#' configs/config_mock_image_gen_local.yaml", dir_.path()).exit_code, 0);
-  auto r = RunCommand("HOME='" + dir_.path() + "' '" + MMIRAGE_BINARY +
-                          "' run --config configs/config_mock_image_gen_local.yaml",
-                      dir_.path());
+                           "#' configs/config_mock_image_gen_local.yaml",
+                       dir_.path())
+                .exit_code,
+            0);
+  auto r = RunCommand(
+      "HOME='" + dir_.path() + "' '" + MMIRAGE_BINARY + "' run --config configs/config_mock_image_gen_local.yaml",
+      dir_.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string shard = dir_.Path("tests/output/image_gen/shard_0");
   auto cat = RunMmirage("cat '" + shard + "'");
@@ -89,7 +93,7 @@ TEST_F(ImageGenTest, OriginalLocalConfigRunsUnchangedButForTheUrl) {
     ASSERT_TRUE(image && image->is_object()) << ToJson(rows[i]);
     std::string name = image->Find("path")->as_string();
     EXPECT_EQ(name.rfind("generated_0_" + std::to_string(i) + "_", 0), 0u) << name;
-    EXPECT_EQ(name.size() - name.rfind('_') - 1, 8u + 4u) << name;  // 8 hex digits + ".png"
+    EXPECT_EQ(name.size() - name.rfind('_') - 1, 8u + 4u) << name;             // 8 hex digits + ".png"
     EXPECT_EQ(image->Find("bytes")->as_string().rfind("iVBORw0KGgo", 0), 0u);  // base64 of a PNG header
     EXPECT_EQ(ReadFile(images + "/" + name).substr(0, 8), "\x89PNG\r\n\x1a\n") << name;
     EXPECT_TRUE(rows[i].Find("prompt_source")->is_string());
@@ -120,9 +124,13 @@ TEST_F(ImageGenTest, OriginalLocalConfigRunsUnchangedButForTheUrl) {
 TEST_F(ImageGenTest, OriginalExternalConfigShardOneGetsShardAwareSeeds) {
   FakeImagesServer server(dir_.path());
   ASSERT_EQ(server.error(), "");
-  ASSERT_EQ(RunCommand("cp -r '" + kFixtures + "/configs' '" + kFixtures + "/tests' '" + dir_.path() + "/'").exit_code, 0);
-  ASSERT_EQ(RunCommand("sed -i 's#http://127.0.0.1:30010/v1#" + server.BaseUrl() +
-                       "#' configs/config_image_gen_external.yaml", dir_.path()).exit_code, 0);
+  ASSERT_EQ(RunCommand("cp -r '" + kFixtures + "/configs' '" + kFixtures + "/tests' '" + dir_.path() + "/'").exit_code,
+            0);
+  ASSERT_EQ(RunCommand(
+                "sed -i 's#http://127.0.0.1:30010/v1#" + server.BaseUrl() + "#' configs/config_image_gen_external.yaml",
+                dir_.path())
+                .exit_code,
+            0);
   auto r = RunCommand("HOME='" + dir_.path() + "' SLURM_ARRAY_TASK_ID=1 '" + MMIRAGE_BINARY +
                           "' run --shard-id 1 --config configs/config_image_gen_external.yaml",
                       dir_.path());
@@ -291,7 +299,8 @@ TEST_F(ImageGenTest, ASecondOutputDoesNotShiftTheFirstsSeeds) {
 TEST_F(ImageGenTest, FormatsAreReencodedAndPilModeKeepsBytes) {
   FakeImagesServer server(dir_.path());
   ASSERT_EQ(server.error(), "");
-  for (const auto& [fmt, magic] : std::vector<std::pair<std::string, std::string>>{{"jpeg", "\xFF\xD8\xFF"}, {"webp", "RIFF"}}) {
+  for (const auto& [fmt, magic] :
+       std::vector<std::pair<std::string, std::string>>{{"jpeg", "\xFF\xD8\xFF"}, {"webp", "RIFF"}}) {
     RunCommand("rm -rf '" + dir_.Path("images") + "' '" + dir_.Path("out") + "' '" + dir_.Path("state") + "'");
     auto r = RunMmirage("run --config " + Config(server.BaseUrl(), "", 2, "    file_format: " + fmt + "\n"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -356,8 +365,9 @@ TEST_F(ImageGenTest, AGeneratedImageFeedsALaterVlmOutput) {
   auto made = RunCommand("'" + MakeTestModelTool() + "' --vlm --seed 11 --out '" + vlm + "'");
   ASSERT_EQ(made.exit_code, 0) << made.err;
   // mmproj_path is named: it is looked up by itself only for configs with image inputs.
-  const std::string llm = "  - type: llm\n    server_args:\n      model_path: " + vlm + "/model.gguf\n      mmproj_path: " +
-                          vlm + "/mmproj-model.gguf\n    default_sampling_params: {temperature: 0, max_new_tokens: 4}\n";
+  const std::string llm = "  - type: llm\n    server_args:\n      model_path: " + vlm +
+                          "/model.gguf\n      mmproj_path: " + vlm +
+                          "/mmproj-model.gguf\n    default_sampling_params: {temperature: 0, max_new_tokens: 4}\n";
   const std::string caption = "    - name: caption\n      type: llm\n      prompt: \"Describe the picture.\"\n";
   auto prompt_tokens = [&](const std::string& cfg) -> int64_t {
     RunCommand("rm -rf '" + dir_.Path("out") + "' '" + dir_.Path("state") + "' '" + dir_.Path("images") + "'");
@@ -387,10 +397,13 @@ TEST_F(ImageGenTest, AGeneratedImageFeedsALaterVlmOutput) {
 TEST_F(ImageGenTest, SglangBackendStartsAndStopsTheServer) {
   WriteFile(dir_.Path("bin/sglang"),
             "#!/bin/sh\n"
-            "echo \"$@\" >> '" + dir_.Path("sglang_args") + "'\n"
-            "port=''\nprev=''\nfor a in \"$@\"; do [ \"$prev\" = --port ] && port=$a; prev=$a; done\n"
-            "exec '" + PythonPath() + "' '" + FakeImagesServer::Script() + "' --port \"$port\" --port-file '" +
-            dir_.Path("sg_port") + "' --log '" + dir_.Path("sg_posts.log") + "'\n");
+            "echo \"$@\" >> '" +
+                dir_.Path("sglang_args") +
+                "'\n"
+                "port=''\nprev=''\nfor a in \"$@\"; do [ \"$prev\" = --port ] && port=$a; prev=$a; done\n"
+                "exec '" +
+                PythonPath() + "' '" + FakeImagesServer::Script() + "' --port \"$port\" --port-file '" +
+                dir_.Path("sg_port") + "' --log '" + dir_.Path("sg_posts.log") + "'\n");
   ASSERT_EQ(RunCommand("chmod +x '" + dir_.Path("bin/sglang") + "'").exit_code, 0);
   std::string cfg = Config("unused", "", 3);
   std::string text = ReadFile(cfg);
@@ -399,7 +412,8 @@ TEST_F(ImageGenTest, SglangBackendStartsAndStopsTheServer) {
                "    backend: sglang\n    sglang:\n      model_path: fake/diffusion\n      num_gpus: 2\n"
                "      startup_timeout_seconds: 60\n      extra_server_args: [--foo, bar]\n");
   WriteFile(cfg, text);
-  auto r = RunCommand("PATH='" + dir_.Path("bin") + "':$PATH '" + std::string(MMIRAGE_BINARY) + "' run --config " + cfg);
+  auto r =
+      RunCommand("PATH='" + dir_.Path("bin") + "':$PATH '" + std::string(MMIRAGE_BINARY) + "' run --config " + cfg);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Rows().size(), 3u);
   std::string args = ReadFile(dir_.Path("sglang_args"));

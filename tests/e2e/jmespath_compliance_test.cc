@@ -22,8 +22,8 @@ std::string ShellQuote(const std::string& s) {
 
 TEST(JmespathComplianceThroughBinary, EveryCasePasses) {
   std::string dir = SharedDir() + "/conformance/jmespath";
-  ASSERT_TRUE(std::filesystem::is_directory(dir)) << "JMESPath compliance suite not found at " << dir
-                                                  << " (it lives in ../shared/conformance/jmespath)";
+  ASSERT_TRUE(std::filesystem::is_directory(dir))
+      << "JMESPath compliance suite not found at " << dir << " (it lives in ../shared/conformance/jmespath)";
   TempDir tmp;
   int total = 0, passed = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

@@ -14,12 +14,22 @@ std::string LlmConfig(const TempDir& d, const std::string& model, const std::str
   return "processors:\n"
          "  - type: llm\n"
          "    server_args:\n"
-         "      model_path: " + model + "\n"
-         "      extra_engine_args: {max_running_requests: 4, context_length: 512, n_threads: 1" + extra_engine + "}\n"
-         "    default_sampling_params: {" + sampling + "}\n"
+         "      model_path: " +
+         model +
+         "\n"
+         "      extra_engine_args: {max_running_requests: 4, context_length: 512, n_threads: 1" +
+         extra_engine +
+         "}\n"
+         "    default_sampling_params: {" +
+         sampling +
+         "}\n"
          "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + ", output_format: jsonl}]\n"
-         "  state_dir: " + d.Path("state") + "\n"
+         "  datasets: [{type: JSONL, path: " +
+         d.Path("data.jsonl") + ", output_dir: " + d.Path("out") +
+         ", output_format: jsonl}]\n"
+         "  state_dir: " +
+         d.Path("state") +
+         "\n"
          "  batch_size: 8\n"
          "processing_params:\n"
          "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"

@@ -113,17 +113,23 @@ class OpenAiE2eTest : public ::testing::Test {
                                "      prompt: \"Rate this summary of '{{ text }}': {{ summary }}\"\n"
                              : "";
     return "processors:\n"
-           "  - type: llm\n" + llm_block +
+           "  - type: llm\n" +
+           llm_block +
            "    default_sampling_params: {temperature: 0, max_new_tokens: 16}\n"
            "loading_params:\n"
-           "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + ", output_format: jsonl}]\n"
-           "  state_dir: " + d.Path("state") + "\n"
+           "  datasets: [{type: JSONL, path: " +
+           d.Path("data.jsonl") + ", output_dir: " + d.Path("out") +
+           ", output_format: jsonl}]\n"
+           "  state_dir: " +
+           d.Path("state") +
+           "\n"
            "processing_params:\n"
            "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
            "  outputs:\n"
            "    - name: summary\n"
            "      type: llm\n"
-           "      prompt: \"Summarise: {{ text }}\"\n" + judge +
+           "      prompt: \"Summarise: {{ text }}\"\n" +
+           judge +
            "  remove_columns: true\n"
            "  output_schema:\n"
            "    id: \"{{ id }}\"\n"
@@ -135,7 +141,8 @@ class OpenAiE2eTest : public ::testing::Test {
   static std::string EndpointBlock(int port, const std::string& extra = "") {
     return "    backend: openai\n"
            "    server_args: {model_path: none}\n"
-           "    endpoint: {base_url: \"http://127.0.0.1:" + std::to_string(port) + "/v1\", max_concurrency: 8" +
+           "    endpoint: {base_url: \"http://127.0.0.1:" +
+           std::to_string(port) + "/v1\", max_concurrency: 8" +
            (extra.find("max_retries") == std::string::npos ? ", max_retries: 2" : "") + extra + "}\n";
   }
 
@@ -149,9 +156,7 @@ class OpenAiE2eTest : public ::testing::Test {
       EXPECT_TRUE(v.ok()) << line;
       if (!v.ok()) continue;
       EXPECT_TRUE(v->Find("summary")->is_string()) << line;
-      if (json) {
-        EXPECT_TRUE(v->Find("judge")->is_object()) << line;
-      }
+      if (json) { EXPECT_TRUE(v->Find("judge")->is_object()) << line; }
     }
     for (const auto& line : errors) {
       auto e = ParseJson(line);
@@ -226,14 +231,12 @@ TEST_F(OpenAiE2eTest, AnUnreachableEndpointFailsTheShardFastNamingIt) {
   TempDir d;
   int port = *FindFreeLoopbackPort();  // nothing listens there
   WriteFile(d.Path("data.jsonl"), MakeRows(40));
-  WriteFile(d.Path("cfg.yaml"),
-            Config(d, EndpointBlock(port, ", max_retries: 1000, down_timeout_seconds: 2"), 0));
+  WriteFile(d.Path("cfg.yaml"), Config(d, EndpointBlock(port, ", max_retries: 1000, down_timeout_seconds: 2"), 0));
   auto start = std::chrono::steady_clock::now();
   auto r = RunMmirage("run --config " + d.Path("cfg.yaml"));
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("endpoint http://127.0.0.1:" + std::to_string(port) + "/v1 unreachable for"),
-            std::string::npos)
+  EXPECT_NE(r.err.find("endpoint http://127.0.0.1:" + std::to_string(port) + "/v1 unreachable for"), std::string::npos)
       << r.err;
   EXPECT_LT(took, 60);  // not 40 rows × 1000 retries
 }
@@ -248,9 +251,11 @@ TEST_F(OpenAiE2eTest, AManagedLlamaServerIsStartedAndStoppedWithoutOrphans) {
             Config(d,
                    "    backend: llama-server\n"
                    "    server_args:\n"
-                   "      model_path: " + model + "\n"
-                   "      extra_engine_args: {max_running_requests: 4, context_length: 512, n_threads: 1}\n"
-                   "    endpoint: {base_url: \"http://ignored.invalid/v1\", max_retries: 2}\n",
+                   "      model_path: " +
+                       model +
+                       "\n"
+                       "      extra_engine_args: {max_running_requests: 4, context_length: 512, n_threads: 1}\n"
+                       "    endpoint: {base_url: \"http://ignored.invalid/v1\", max_retries: 2}\n",
                    12, false));
   auto r = RunMmirage("run --config " + d.Path("cfg.yaml"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -273,8 +278,10 @@ TEST_F(OpenAiE2eTest, AManagedServerIsGoneAfterMmirageIsKilled) {
             Config(d,
                    "    backend: llama-server\n"
                    "    server_args:\n"
-                   "      model_path: " + model + "\n"
-                   "      extra_engine_args: {max_running_requests: 2, context_length: 512, n_threads: 1}\n",
+                   "      model_path: " +
+                       model +
+                       "\n"
+                       "      extra_engine_args: {max_running_requests: 2, context_length: 512, n_threads: 1}\n",
                    2000, false));
   auto run = StartChild({MMIRAGE_BINARY, "run", "--config", d.Path("cfg.yaml")}, d.Path("mmirage.log"), 0);
   ASSERT_NE(run, nullptr);

@@ -17,14 +17,22 @@ TEST(PathSafetyE2eTest, AnEscapingSplitNameFailsAtLoadWithTheLineAndWritesNothin
             "  datasets:\n"
             "    - type: JSONL\n"
             "      path:\n"
-            "        train: " + d.Path("data.jsonl") + "\n"
-            "        ../../escaped: " + d.Path("data.jsonl") + "\n"
-            "      output_dir: " + d.Path("out") + "\n"
-            "  state_dir: " + d.Path("state") + "\n"
-            "processing_params:\n"
-            "  inputs: [{name: text, key: text}]\n"
-            "  outputs: []\n"
-            "  output_schema: {text: \"{{ text }}\"}\n");
+            "        train: " +
+                d.Path("data.jsonl") +
+                "\n"
+                "        ../../escaped: " +
+                d.Path("data.jsonl") +
+                "\n"
+                "      output_dir: " +
+                d.Path("out") +
+                "\n"
+                "  state_dir: " +
+                d.Path("state") +
+                "\n"
+                "processing_params:\n"
+                "  inputs: [{name: text, key: text}]\n"
+                "  outputs: []\n"
+                "  output_schema: {text: \"{{ text }}\"}\n");
   auto r = RunMmirage("run --config " + d.Path("cfg.yaml"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find(d.Path("cfg.yaml") + ":7:"), std::string::npos) << r.err;
@@ -51,12 +59,16 @@ TEST(PathSafetyE2eTest, ADatasetDictSplitNameCannotLeadOutOfTheShardFolder) {
   WriteFile(d.Path("cfg.yaml"),
             "processors: []\n"
             "loading_params:\n"
-            "  datasets: [{type: loadable, path: " + d.Path("hf") + ", output_dir: " + d.Path("out") + "}]\n"
-            "  state_dir: " + d.Path("state") + "\n"
-            "processing_params:\n"
-            "  inputs: [{name: text, key: text}]\n"
-            "  outputs: []\n"
-            "  output_schema: {text: \"{{ text }}\"}\n");
+            "  datasets: [{type: loadable, path: " +
+                d.Path("hf") + ", output_dir: " + d.Path("out") +
+                "}]\n"
+                "  state_dir: " +
+                d.Path("state") +
+                "\n"
+                "processing_params:\n"
+                "  inputs: [{name: text, key: text}]\n"
+                "  outputs: []\n"
+                "  output_schema: {text: \"{{ text }}\"}\n");
   auto run = RunMmirage("run --config " + d.Path("cfg.yaml"));
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.err.find(d.Path("hf/dataset_dict.json") + ": bad split name \"/etc\" (is an absolute path)"),

@@ -20,11 +20,17 @@ std::string Config(const TempDir& d, const std::string& server_command) {
          "  - type: llm\n"
          "    backend: vllm\n"
          "    server_args: {model_path: some/model}\n"
-         "    server_command: \"" + server_command + "\"\n"
+         "    server_command: \"" +
+         server_command +
+         "\"\n"
          "    server_startup_timeout_seconds: 120\n"
          "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + "}]\n"
-         "  state_dir: " + d.Path("state") + "\n"
+         "  datasets: [{type: JSONL, path: " +
+         d.Path("data.jsonl") + ", output_dir: " + d.Path("out") +
+         "}]\n"
+         "  state_dir: " +
+         d.Path("state") +
+         "\n"
          "processing_params:\n"
          "  inputs: [{name: text, key: text}]\n"
          "  outputs: [{name: summary, type: llm, prompt: \"Summarise: {{ text }}\"}]\n"
@@ -67,7 +73,8 @@ TEST(ProcessSafetyE2eTest, AForkingManagedServerDiesWithASigkilledMmirageAndInhe
   (*run)->Wait();
   bool gone = WaitFor([&] { return LiveGroupMembers(pgid).empty(); }, 30);
   EXPECT_TRUE(gone) << LiveGroupMembers(pgid).size() << " process(es) of the managed server's group " << pgid
-                    << " outlived a SIGKILLed mmirage\n" << ReadFile(d.Path("mmirage.log"));
+                    << " outlived a SIGKILLed mmirage\n"
+                    << ReadFile(d.Path("mmirage.log"));
   for (int pid : LiveGroupMembers(pgid)) ::kill(pid, SIGKILL);  // leave nothing behind when the test fails
 }
 

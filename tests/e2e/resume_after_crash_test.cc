@@ -19,14 +19,20 @@ std::string Config(const TempDir& d, const std::string& model, const std::string
   return "processors:\n"
          "  - type: llm\n"
          "    server_args:\n"
-         "      model_path: " + model + "\n"
+         "      model_path: " +
+         model +
+         "\n"
          // One sequence at a time: batched greedy decoding is not bitwise batch-invariant (a resumed run batches
          // rows differently, and random weights have near-ties), so byte-for-byte comparison needs no batching.
          "      extra_engine_args: {max_running_requests: 1, context_length: 512, n_threads: 1}\n"
          "    default_sampling_params: {temperature: 0, max_new_tokens: 32}\n"
          "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + out + ", output_format: jsonl}]\n"
-         "  state_dir: " + state + "\n"
+         "  datasets: [{type: JSONL, path: " +
+         d.Path("data.jsonl") + ", output_dir: " + out +
+         ", output_format: jsonl}]\n"
+         "  state_dir: " +
+         state +
+         "\n"
          "  num_shards: 3\n"
          "processing_params:\n"
          "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
@@ -121,9 +127,10 @@ TEST(ResumeAfterCrashTest, KillNineTenTimesThenResumeGivesTheFaultFreeOutput) {
   EXPECT_GE(kills, 5) << "the run finished too fast to be killed often; lengthen the workload";
   // Recomputation per kill is bounded by what was not yet committed: commit_every_rows (3) plus the rows in
   // flight (window 4 here); the estimate below compares the last progress snapshot with the journals.
-  std::printf("kills: %d; rows processed but uncommitted at the kills (last progress snapshot vs journals): %lld "
-              "(bound per kill: 3 committed-batch rows + 4 in flight)\n",
-              kills, static_cast<long long>(lost_rows));
+  std::printf(
+      "kills: %d; rows processed but uncommitted at the kills (last progress snapshot vs journals): %lld "
+      "(bound per kill: 3 committed-batch rows + 4 in flight)\n",
+      kills, static_cast<long long>(lost_rows));
 }
 
 }  // namespace

@@ -9,13 +9,11 @@ namespace {
 
 class RunTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    WriteFile(dir_.Path("data.jsonl"), MakeRows(50));
-  }
+  void SetUp() override { WriteFile(dir_.Path("data.jsonl"), MakeRows(50)); }
   std::string Config(const std::string& extra_loading = "", const std::string& extra = "") {
     std::string path = dir_.Path("cfg.yaml");
-    WriteFile(path, RestructureConfig(dir_.Path("data.jsonl"), dir_.Path("out"), dir_.Path("state"), extra_loading,
-                                      extra));
+    WriteFile(path,
+              RestructureConfig(dir_.Path("data.jsonl"), dir_.Path("out"), dir_.Path("state"), extra_loading, extra));
     return path;
   }
   Value Status(int shard) {
@@ -76,7 +74,8 @@ TEST_F(RunTest, ShardsAreContiguousAndMergeRestoresOrder) {
   EXPECT_NE(m.err.find("Merged dataset out: shards=4 rows=50"), std::string::npos) << m.err;
   auto merged = ReadLines(dir_.Path("out/merged/data.jsonl"));
   ASSERT_EQ(merged.size(), 50u);
-  for (int i = 0; i < 50; ++i) EXPECT_EQ(merged[i].substr(0, 6 + std::to_string(i).size()), "{\"id\":" + std::to_string(i));
+  for (int i = 0; i < 50; ++i)
+    EXPECT_EQ(merged[i].substr(0, 6 + std::to_string(i).size()), "{\"id\":" + std::to_string(i));
 }
 
 TEST_F(RunTest, MergeRefusesMissingShardsUnlessPartialIsAllowed) {
@@ -100,8 +99,8 @@ TEST_F(RunTest, MergeTrueMergesAfterASuccessfulRun) {
 TEST_F(RunTest, BadRowsAreRecordedNeverWrittenAndFailTheShard) {
   std::string data = MakeRows(5);
   data += "{\"id\":5,\"meta\":{\"lang\":\"en\"},\"tags\":[]}\n";  // no text
-  data += "{\"id\":6, broken\n";                                    // malformed JSON
-  data += "[1,2,3]\n";                                              // not an object
+  data += "{\"id\":6, broken\n";                                  // malformed JSON
+  data += "[1,2,3]\n";                                            // not an object
   data += MakeRows(1);
   WriteFile(dir_.Path("data.jsonl"), data);
   std::string cfg = Config();
@@ -154,7 +153,8 @@ TEST_F(RunTest, ChangedInputDataRecomputesAShardPublishedWithFailedRows) {
   // Fix rows 3 and 7, and change row 0. The input data changed, so the published rows are not trusted: the shard
   // is computed again from the start, with a warning (issue #13: never mix old and new rows).
   std::string fixed;
-  for (int i = 0; i < 10; ++i) fixed += (i == 0 ? "{\"id\":0,\"text\":\"CHANGED\",\"meta\":{\"lang\":\"en\"},\"tags\":[]}" : rows[i]) + "\n";
+  for (int i = 0; i < 10; ++i)
+    fixed += (i == 0 ? "{\"id\":0,\"text\":\"CHANGED\",\"meta\":{\"lang\":\"en\"},\"tags\":[]}" : rows[i]) + "\n";
   WriteFile(dir_.Path("data.jsonl"), fixed);
   auto r = RunMmirage("run --config " + cfg);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -225,11 +225,14 @@ TEST_F(RunTest, SplitMapsAreShardedAndMergedPerSplit) {
 
 TEST_F(RunTest, ConfigThatNeedsAModelIsRefusedBeforeAnyStateIsWritten) {
   std::string cfg = dir_.Path("llm.yaml");
-  WriteFile(cfg, "processors: [{type: llm, server_args: {model_path: m.gguf}}]\n"
-                 "loading_params:\n  datasets: [{type: JSONL, path: " + dir_.Path("data.jsonl") +
-                 ", output_dir: " + dir_.Path("out") + ", output_format: jsonl}]\n  state_dir: " + dir_.Path("state") + "\n"
-                 "processing_params:\n  inputs: [{name: t, key: text}]\n"
-                 "  outputs: [{name: a, type: llm, prompt: \"{{ t }}\"}]\n  output_schema: {a: \"{{ a }}\"}\n");
+  WriteFile(cfg,
+            "processors: [{type: llm, server_args: {model_path: m.gguf}}]\n"
+            "loading_params:\n  datasets: [{type: JSONL, path: " +
+                dir_.Path("data.jsonl") + ", output_dir: " + dir_.Path("out") +
+                ", output_format: jsonl}]\n  state_dir: " + dir_.Path("state") +
+                "\n"
+                "processing_params:\n  inputs: [{name: t, key: text}]\n"
+                "  outputs: [{name: a, type: llm, prompt: \"{{ t }}\"}]\n  output_schema: {a: \"{{ a }}\"}\n");
   auto r = RunMmirage("run --config " + cfg);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("model file not found: 'm.gguf'"), std::string::npos) << r.err;

@@ -27,11 +27,11 @@ std::string SlurmProblem() {
   return "no idle node (sinfo says: " + r.out + ")";
 }
 
-#define ASSERT_SLURM_UP()                                                                                   \
-  do {                                                                                                      \
-    std::string problem = SlurmProblem();                                                                   \
-    ASSERT_TRUE(problem.empty()) << "SLURM is not usable on this host: " << problem                         \
-                                 << "\nStart the test daemons with tests/slurm/start_slurm.sh (as root).";  \
+#define ASSERT_SLURM_UP()                                                                                  \
+  do {                                                                                                     \
+    std::string problem = SlurmProblem();                                                                  \
+    ASSERT_TRUE(problem.empty()) << "SLURM is not usable on this host: " << problem                        \
+                                 << "\nStart the test daemons with tests/slurm/start_slurm.sh (as root)."; \
   } while (0)
 
 const std::string& TinyModel() {
@@ -46,12 +46,22 @@ const std::string& TinyModel() {
 
 std::string ExecParams(const TempDir& d, const std::string& job_name, int max_retries, const std::string& mode) {
   return "execution_params:\n"
-         "  mode: " + mode + "\n"
+         "  mode: " +
+         mode +
+         "\n"
          "  account: mmirage-test\n"
-         "  job_name: " + job_name + "\n"
-         "  project_root: " + d.path() + "\n"
-         "  report_dir: " + d.Path("reports") + "\n"
-         "  hf_home: " + d.Path("hf") + "\n"
+         "  job_name: " +
+         job_name +
+         "\n"
+         "  project_root: " +
+         d.path() +
+         "\n"
+         "  report_dir: " +
+         d.Path("reports") +
+         "\n"
+         "  hf_home: " +
+         d.Path("hf") +
+         "\n"
          "  gpus: 0\n"
          "  cpus_per_task: 1\n"
          "  time_limit: \"00:15:00\"\n"
@@ -59,7 +69,9 @@ std::string ExecParams(const TempDir& d, const std::string& job_name, int max_re
          "  settle_time_seconds: 0\n"
          "  retry: true\n"
          "  merge: true\n"
-         "  max_retries: " + std::to_string(max_retries) + "\n"
+         "  max_retries: " +
+         std::to_string(max_retries) +
+         "\n"
          "  commit_every_rows: 2\n"
          "  commit_interval_seconds: 0.2\n"
          "  heartbeat_timeout_seconds: 30\n";
@@ -73,13 +85,25 @@ std::string LlmConfig(const TempDir& d, const std::string& tag, int shards, int 
   return "processors:\n"
          "  - type: llm\n"
          "    server_args:\n"
-         "      model_path: " + TinyModel() + "\n"
-         "      extra_engine_args: " + engine + "\n"
-         "    default_sampling_params: {temperature: 0, max_new_tokens: " + std::to_string(max_new_tokens) + "}\n"
+         "      model_path: " +
+         TinyModel() +
+         "\n"
+         "      extra_engine_args: " +
+         engine +
+         "\n"
+         "    default_sampling_params: {temperature: 0, max_new_tokens: " +
+         std::to_string(max_new_tokens) +
+         "}\n"
          "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path(tag + "_out") + ", output_format: jsonl}]\n"
-         "  state_dir: " + d.Path(tag + "_state") + "\n"
-         "  num_shards: " + std::to_string(shards) + "\n"
+         "  datasets: [{type: JSONL, path: " +
+         d.Path("data.jsonl") + ", output_dir: " + d.Path(tag + "_out") +
+         ", output_format: jsonl}]\n"
+         "  state_dir: " +
+         d.Path(tag + "_state") +
+         "\n"
+         "  num_shards: " +
+         std::to_string(shards) +
+         "\n"
          "processing_params:\n"
          "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
          "  outputs: [{name: answer, type: llm, prompt: \"Rewrite: {{ text }}\"}]\n"
@@ -116,8 +140,9 @@ TEST(SlurmTest, BatchApiArrayTasksSubmitAndCollectPublishes) {
   TempDir d;
   int port = 0;
   {
-    CommandResult p = RunCommand("python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); "
-                                 "print(s.getsockname()[1])'");
+    CommandResult p = RunCommand(
+        "python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); "
+        "print(s.getsockname()[1])'");
     port = std::atoi(p.out.c_str());
   }
   ASSERT_GT(port, 0);
@@ -134,19 +159,25 @@ TEST(SlurmTest, BatchApiArrayTasksSubmitAndCollectPublishes) {
             "processors:\n"
             "  - type: batch_api\n"
             "    provider: openai\n"
-            "    base_url: http://127.0.0.1:" + std::to_string(port) + "/v1\n"
-            "loading_params:\n"
-            "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("b_out") +
-            ", output_format: jsonl}]\n"
-            "  state_dir: " + d.Path("b_state") + "\n"
-            "  num_shards: 2\n"
-            "processing_params:\n"
-            "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
-            "  outputs: [{name: answer, type: batch_api, prompt: \"Rewrite: {{ text }}\"}]\n"
-            "  remove_columns: true\n"
-            "  output_schema: {id: \"{{ id }}\", answer: \"{{ answer }}\"}\n" + exec);
-  CommandResult r = RunCommand("OPENAI_API_KEY=test-key '" + std::string(MMIRAGE_BINARY) + "' run --config " +
-                               d.Path("cfg.yaml"));
+            "    base_url: http://127.0.0.1:" +
+                std::to_string(port) +
+                "/v1\n"
+                "loading_params:\n"
+                "  datasets: [{type: JSONL, path: " +
+                d.Path("data.jsonl") + ", output_dir: " + d.Path("b_out") +
+                ", output_format: jsonl}]\n"
+                "  state_dir: " +
+                d.Path("b_state") +
+                "\n"
+                "  num_shards: 2\n"
+                "processing_params:\n"
+                "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
+                "  outputs: [{name: answer, type: batch_api, prompt: \"Rewrite: {{ text }}\"}]\n"
+                "  remove_columns: true\n"
+                "  output_schema: {id: \"{{ id }}\", answer: \"{{ answer }}\"}\n" +
+                exec);
+  CommandResult r =
+      RunCommand("OPENAI_API_KEY=test-key '" + std::string(MMIRAGE_BINARY) + "' run --config " + d.Path("cfg.yaml"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   // Each task submitted its shard; a task may also find its batch already done (the fake provider is quick) and
   // publish at once. Either way no shard failed, and collect finishes the rest.
@@ -157,7 +188,8 @@ TEST(SlurmTest, BatchApiArrayTasksSubmitAndCollectPublishes) {
   CommandResult c = RunCommand("OPENAI_API_KEY=test-key '" + std::string(MMIRAGE_BINARY) + "' collect --config " +
                                d.Path("cfg.yaml"));
   EXPECT_EQ(c.exit_code, 0) << c.err;
-  size_t rows = ReadLines(d.Path("b_out/shard_0/data.jsonl")).size() + ReadLines(d.Path("b_out/shard_1/data.jsonl")).size();
+  size_t rows =
+      ReadLines(d.Path("b_out/shard_0/data.jsonl")).size() + ReadLines(d.Path("b_out/shard_1/data.jsonl")).size();
   EXPECT_EQ(rows, 8u) << c.err;
   if (!pid.empty()) RunCommand("kill " + pid);
 }
@@ -252,9 +284,9 @@ TEST(SlurmTest, DeterministicallyFailingShardExhaustsItsRetriesAndRunFails) {
   // max_failed_rows is 0, so shard 3 fails on every attempt.
   std::string rows = MakeRows(7) + "{\"id\":7,\"text\":\"no meta here\",\"tags\":[]}\n";
   WriteFile(d.Path("data.jsonl"), rows);
-  WriteFile(d.Path("cfg.yaml"), RestructureConfig(d.Path("data.jsonl"), d.Path("out"), d.Path("state"),
-                                                  "  num_shards: 4\n") +
-                                    ExecParams(d, "mm-e2e-fail", 1, "slurm"));
+  WriteFile(d.Path("cfg.yaml"),
+            RestructureConfig(d.Path("data.jsonl"), d.Path("out"), d.Path("state"), "  num_shards: 4\n") +
+                ExecParams(d, "mm-e2e-fail", 1, "slurm"));
   CommandResult r = RunMmirage("run --config " + d.Path("cfg.yaml"));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("Retrying failed shards: 3"), std::string::npos) << r.err;

@@ -20,12 +20,18 @@ std::string Config(const TempDir& d, const std::string& model) {
   return "processors:\n"
          "  - type: llm\n"
          "    server_args:\n"
-         "      model_path: " + model + "\n"
+         "      model_path: " +
+         model +
+         "\n"
          "      extra_engine_args: {max_running_requests: 4, context_length: 1024, n_threads: 1}\n"
          "    default_sampling_params: {temperature: 0, max_new_tokens: 32}\n"
          "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + "}]\n"
-         "  state_dir: " + d.Path("state") + "\n"
+         "  datasets: [{type: JSONL, path: " +
+         d.Path("data.jsonl") + ", output_dir: " + d.Path("out") +
+         "}]\n"
+         "  state_dir: " +
+         d.Path("state") +
+         "\n"
          "  num_shards: 3\n"
          "  batch_size: 8\n"
          "processing_params:\n"
@@ -100,8 +106,8 @@ TEST(StatsHtmlTest, ThreeShardRunWithAnInterruptedShardGivesAValidSelfContainedR
   int status = 0;
   ::waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status)) << ReadFile(d.Path("run1.log"));
-  ASSERT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << "shard 1 finished before it could be interrupted; "
-                                                << ReadFile(d.Path("run1.log"));
+  ASSERT_EQ(WEXITSTATUS(status), 128 + SIGTERM)
+      << "shard 1 finished before it could be interrupted; " << ReadFile(d.Path("run1.log"));
   auto r1 = RunMmirage("run --config " + cfg + " --shard-id 1 --quiet");
   ASSERT_EQ(r1.exit_code, 0) << r1.err;
   EXPECT_NE(r1.err.find("resuming shard 1 after"), std::string::npos) << r1.err;
@@ -151,9 +157,9 @@ TEST(StatsHtmlTest, ThreeShardRunWithAnInterruptedShardGivesAValidSelfContainedR
   std::string page = ReadFile(d.Path("report.html"));
   EXPECT_NE(page.find("data-outcome=\"interrupted\""), std::string::npos);
   EXPECT_NE(page.find("data-rule=\"attempts_lost\""), std::string::npos);
-  auto check = RunCommand("'" + PythonPath() + "' '" + std::string(MMIRAGE_SOURCE_DIR) +
-                          "/tests/e2e/check_html_report.py' '" + d.Path("report.html") + "' '" + d.Path("stats.json") +
-                          "' --png '" + d.Path("report.png") + "'");
+  auto check =
+      RunCommand("'" + PythonPath() + "' '" + std::string(MMIRAGE_SOURCE_DIR) + "/tests/e2e/check_html_report.py' '" +
+                 d.Path("report.html") + "' '" + d.Path("stats.json") + "' --png '" + d.Path("report.png") + "'");
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   EXPECT_NE(check.out.find("ok: "), std::string::npos) << check.out;
 

@@ -72,35 +72,52 @@ class VisionE2eTest : public ::testing::Test {
     const std::string png = ReadFile(d_.Path("imgs/mountain.jpg"));
     WriteFile(d_.Path("imgs/corrupt.jpg"), png.substr(0, 45));
     const std::string q = "What is shown?";
-    WriteFile(d_.Path("data.jsonl"),
-              "{\"id\":0,\"photo\":\"cat.jpg\",\"q\":\"" + q + "\"}\n"
-              "{\"id\":1,\"photo\":\"" + d_.Path("imgs/dog.jpg") + "\",\"detail\":\"file://" +
-                  d_.Path("imgs/mountain.jpg") + "\",\"q\":\"" + q + "\"}\n"
-              "{\"id\":2,\"photo\":\"data:image/png;base64," + Base64(ReadFile(d_.Path("imgs/beach.jpg"))) +
-                  "\",\"q\":\"" + q + "\"}\n"
-              "{\"id\":3,\"photo\":{\"bytes\":\"" + Base64(ReadFile(d_.Path("imgs/cat.jpg"))) +
-                  "\",\"path\":\"cat.jpg\"},\"q\":\"" + q + "\"}\n"
-              "{\"id\":4,\"q\":\"" + q + "\"}\n"
-              "{\"id\":5,\"photo\":\"corrupt.jpg\",\"q\":\"" + q + "\"}\n"
-              "{\"id\":6,\"photo\":\"missing.jpg\",\"q\":\"" + q + "\"}\n"
-              "{\"id\":7,\"photo\":{\"bytes\":null,\"path\":null},\"q\":\"" + q + "\"}\n");
+    WriteFile(d_.Path("data.jsonl"), "{\"id\":0,\"photo\":\"cat.jpg\",\"q\":\"" + q +
+                                         "\"}\n"
+                                         "{\"id\":1,\"photo\":\"" +
+                                         d_.Path("imgs/dog.jpg") + "\",\"detail\":\"file://" +
+                                         d_.Path("imgs/mountain.jpg") + "\",\"q\":\"" + q +
+                                         "\"}\n"
+                                         "{\"id\":2,\"photo\":\"data:image/png;base64," +
+                                         Base64(ReadFile(d_.Path("imgs/beach.jpg"))) + "\",\"q\":\"" + q +
+                                         "\"}\n"
+                                         "{\"id\":3,\"photo\":{\"bytes\":\"" +
+                                         Base64(ReadFile(d_.Path("imgs/cat.jpg"))) +
+                                         "\",\"path\":\"cat.jpg\"},\"q\":\"" + q +
+                                         "\"}\n"
+                                         "{\"id\":4,\"q\":\"" +
+                                         q +
+                                         "\"}\n"
+                                         "{\"id\":5,\"photo\":\"corrupt.jpg\",\"q\":\"" +
+                                         q +
+                                         "\"}\n"
+                                         "{\"id\":6,\"photo\":\"missing.jpg\",\"q\":\"" +
+                                         q +
+                                         "\"}\n"
+                                         "{\"id\":7,\"photo\":{\"bytes\":null,\"path\":null},\"q\":\"" +
+                                         q + "\"}\n");
   }
 
   std::string Config(const std::string& backend_lines, const std::string& outputs) const {
     return "processors:\n"
-           "  - type: llm\n" + backend_lines +
+           "  - type: llm\n" +
+           backend_lines +
            "    default_sampling_params: {temperature: 0, max_new_tokens: 16}\n"
            "loading_params:\n"
-           "  datasets: [{type: JSONL, path: " + d_.Path("data.jsonl") + ", output_dir: " + d_.Path("out") +
-           ", image_base_path: " + d_.Path("imgs") + ", output_format: jsonl}]\n"
-           "  state_dir: " + d_.Path("state") + "\n"
+           "  datasets: [{type: JSONL, path: " +
+           d_.Path("data.jsonl") + ", output_dir: " + d_.Path("out") + ", image_base_path: " + d_.Path("imgs") +
+           ", output_format: jsonl}]\n"
+           "  state_dir: " +
+           d_.Path("state") +
+           "\n"
            "processing_params:\n"
            "  inputs:\n"
            "    - {name: photo, key: photo, type: image, optional: true}\n"
            "    - {name: detail, key: detail, type: image, optional: true}\n"
            "    - {name: q, key: q}\n"
            "    - {name: id, key: id}\n"
-           "  outputs:\n" + outputs +
+           "  outputs:\n" +
+           outputs +
            "  remove_columns: true\n"
            "  output_schema: {id: \"{{ id }}\", caption: \"{{ caption }}\"}\n"
            "execution_params: {max_failed_rows: 8}\n";
@@ -114,7 +131,8 @@ class VisionE2eTest : public ::testing::Test {
     auto errors = ByRowIndex(ReadLines(d_.Path("out/shard_0/errors.jsonl")), "row_index");
     auto usage = ByRowIndex(ReadLines(d_.Path("out/shard_0/usage.jsonl")), "row_index");
     for (int64_t id : {0, 1, 2, 3, 4, 7}) {
-      ASSERT_TRUE(rows.count(id)) << "row " << id << " missing; errors: " << ReadFile(d_.Path("out/shard_0/errors.jsonl"));
+      ASSERT_TRUE(rows.count(id)) << "row " << id
+                                  << " missing; errors: " << ReadFile(d_.Path("out/shard_0/errors.jsonl"));
       EXPECT_TRUE(rows[id].Find("caption")->is_string());
     }
     ASSERT_TRUE(errors.count(5)) << ReadFile(d_.Path("out/shard_0/errors.jsonl"));
@@ -123,7 +141,7 @@ class VisionE2eTest : public ::testing::Test {
     ASSERT_TRUE(errors.count(6));
     EXPECT_EQ(errors[6].Find("stage")->as_string(), "extract");
     EXPECT_NE(errors[6].Find("message")->as_string().find("Resolved image path '" + d_.Path("imgs/missing.jpg") +
-                                                           "' does not exist"),
+                                                          "' does not exist"),
               std::string::npos)
         << errors[6].Find("message")->as_string();
     // Image tokens are prompt tokens: a row with n images costs n × 16 more than the same prompt without.
@@ -145,10 +163,15 @@ class VisionE2eTest : public ::testing::Test {
 
 TEST_F(VisionE2eTest, EmbeddedEngineRunsImageRowsWithRowErrorsForBadImages) {
   const std::string vlm = Vlm().model_dir;
-  const std::string backend = "    server_args:\n"
-                              "      model_path: " + vlm + "/model.gguf\n"
-                              "      mmproj_path: " + vlm + "/mmproj-model.gguf\n"
-                              "      extra_engine_args: {max_running_requests: 1, context_length: 512, n_threads: 1}\n";
+  const std::string backend =
+      "    server_args:\n"
+      "      model_path: " +
+      vlm +
+      "/model.gguf\n"
+      "      mmproj_path: " +
+      vlm +
+      "/mmproj-model.gguf\n"
+      "      extra_engine_args: {max_running_requests: 1, context_length: 512, n_threads: 1}\n";
   WriteFile(d_.Path("cfg.yaml"), Config(backend, "    - {name: caption, type: llm, prompt: \"{{ q }}\"}\n"));
   auto r = RunMmirage("run --config " + d_.Path("cfg.yaml"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -158,10 +181,13 @@ TEST_F(VisionE2eTest, EmbeddedEngineRunsImageRowsWithRowErrorsForBadImages) {
 TEST_F(VisionE2eTest, JsonOutputsAndPromptPlacedImagesOnTheEmbeddedEngine) {
   const std::string vlm = Vlm().model_dir;
   // No mmproj_path: the one mmproj*.gguf next to the model is used.
-  const std::string backend = "    server_args:\n"
-                              "      model_path: " + vlm + "/model.gguf\n"
-                              "      extra_engine_args: {max_running_requests: 2, context_length: 512, n_threads: 1}\n"
-                              "    chat_template: qwen2-vl\n";
+  const std::string backend =
+      "    server_args:\n"
+      "      model_path: " +
+      vlm +
+      "/model.gguf\n"
+      "      extra_engine_args: {max_running_requests: 2, context_length: 512, n_threads: 1}\n"
+      "    chat_template: qwen2-vl\n";
   std::string cfg = Config(backend,
                            "    - name: facts\n"
                            "      type: llm\n"
@@ -192,10 +218,13 @@ TEST_F(VisionE2eTest, JsonOutputsAndPromptPlacedImagesOnTheEmbeddedEngine) {
 
 TEST_F(VisionE2eTest, ManagedLlamaServerGetsTheProjectorAndImageParts) {
   const std::string vlm = Vlm().model_dir;
-  const std::string backend = "    backend: llama-server\n"
-                              "    server_args:\n"
-                              "      model_path: " + vlm + "/model.gguf\n"
-                              "      extra_engine_args: {max_running_requests: 1, context_length: 512, n_threads: 1}\n";
+  const std::string backend =
+      "    backend: llama-server\n"
+      "    server_args:\n"
+      "      model_path: " +
+      vlm +
+      "/model.gguf\n"
+      "      extra_engine_args: {max_running_requests: 1, context_length: 512, n_threads: 1}\n";
   WriteFile(d_.Path("cfg.yaml"), Config(backend, "    - {name: caption, type: llm, prompt: \"{{ q }}\"}\n"));
   auto r = RunMmirage("run --config " + d_.Path("cfg.yaml"));
   ASSERT_EQ(r.exit_code, 0) << r.err << ReadFile(d_.Path("state/shard_0/server.log")).substr(0, 3000);
@@ -214,8 +243,7 @@ TEST_F(VisionE2eTest, PreviewShowsImagesAndWhereTheyGoInTheUserTurn) {
   EXPECT_NE(r.out.find("  | <image 1: photo>\n  | Is <image 2: detail> like the other? What is shown?"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("<image 2: detail> = " + d_.Path("imgs/mountain.jpg") + " (image/png 32x32"),
-            std::string::npos)
+  EXPECT_NE(r.out.find("<image 2: detail> = " + d_.Path("imgs/mountain.jpg") + " (image/png 32x32"), std::string::npos)
       << r.out;
 }
 
@@ -228,26 +256,32 @@ TEST_F(VisionE2eTest, HfImageColumnsOfALoadableDatasetAreImages) {
       "f = datasets.Features({'id': datasets.Value('int64'), 'img': datasets.Image()})\n"
       "datasets.Dataset.from_list(rows, features=f).save_to_disk(sys.argv[1])\n";
   WriteFile(d_.Path("make_hf.py"), script);
-  auto made = RunCommand("'" + PythonPath() + "' '" + d_.Path("make_hf.py") + "' '" + d_.Path("hf") + "' '" +
-                         d_.Path("imgs/cat.jpg") + "' '" + d_.Path("imgs/cat.jpg") + "' '" + d_.Path("imgs/dog.jpg") + "'");
+  auto made =
+      RunCommand("'" + PythonPath() + "' '" + d_.Path("make_hf.py") + "' '" + d_.Path("hf") + "' '" +
+                 d_.Path("imgs/cat.jpg") + "' '" + d_.Path("imgs/cat.jpg") + "' '" + d_.Path("imgs/dog.jpg") + "'");
   ASSERT_EQ(made.exit_code, 0) << made.err;
   const std::string vlm = Vlm().model_dir;
   WriteFile(d_.Path("hf.yaml"),
             "processors:\n"
             "  - type: llm\n"
             "    server_args:\n"
-            "      model_path: " + vlm + "/model.gguf\n"
-            "      extra_engine_args: {max_running_requests: 1, context_length: 512, n_threads: 1}\n"
-            "    default_sampling_params: {temperature: 0, max_new_tokens: 12}\n"
-            "loading_params:\n"
-            "  datasets: [{type: loadable, path: " + d_.Path("hf") + ", output_dir: " + d_.Path("hf_out") +
+            "      model_path: " +
+                vlm +
+                "/model.gguf\n"
+                "      extra_engine_args: {max_running_requests: 1, context_length: 512, n_threads: 1}\n"
+                "    default_sampling_params: {temperature: 0, max_new_tokens: 12}\n"
+                "loading_params:\n"
+                "  datasets: [{type: loadable, path: " +
+                d_.Path("hf") + ", output_dir: " + d_.Path("hf_out") +
                 ", output_format: jsonl}]\n"
-            "  state_dir: " + d_.Path("hf_state") + "\n"
-            "processing_params:\n"
-            "  inputs: [{name: img, key: img, type: image, optional: true}, {name: id, key: id}]\n"
-            "  outputs: [{name: caption, type: llm, prompt: \"Describe.\"}]\n"
-            "  remove_columns: true\n"
-            "  output_schema: {id: \"{{ id }}\", caption: \"{{ caption }}\"}\n");
+                "  state_dir: " +
+                d_.Path("hf_state") +
+                "\n"
+                "processing_params:\n"
+                "  inputs: [{name: img, key: img, type: image, optional: true}, {name: id, key: id}]\n"
+                "  outputs: [{name: caption, type: llm, prompt: \"Describe.\"}]\n"
+                "  remove_columns: true\n"
+                "  output_schema: {id: \"{{ id }}\", caption: \"{{ caption }}\"}\n");
   auto r = RunMmirage("run --config " + d_.Path("hf.yaml"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto rows = ByRowIndex(ReadLines(d_.Path("hf_out/shard_0/data.jsonl")), "id");
@@ -279,9 +313,8 @@ TEST(MockVisionConfigTest, TheOriginalsConfigRunsUnchangedButForModelPath) {
   WriteFile(w.Path("tests/mock_data_vision/data.jsonl"), ReadFile(fixtures + "data.jsonl"));
   WriteImages(w.Path("tests/mock_data_vision"));
   // Relative paths are relative to the working directory, as in the original; ~ is a private HOME.
-  auto r = RunCommand("HOME='" + w.Path("home") + "' '" + MMIRAGE_BINARY +
-                          "' run --config configs/config_mock_vision.yaml",
-                      w.path());
+  auto r = RunCommand(
+      "HOME='" + w.Path("home") + "' '" + MMIRAGE_BINARY + "' run --config configs/config_mock_vision.yaml", w.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // The original writes an HF dataset (the default output_format): read the merged output back with `cat`.
   auto cat = RunMmirage("cat '" + w.Path("tests/output/data_vision/merged") + "'");
@@ -318,13 +351,18 @@ TEST(VisionResumeTest, KillNineThenResumeGivesTheFaultFreeOutputWithImageRows) {
     return "processors:\n"
            "  - type: llm\n"
            "    server_args:\n"
-           "      model_path: " + Vlm().model_dir + "/model.gguf\n"
+           "      model_path: " +
+           Vlm().model_dir +
+           "/model.gguf\n"
            "      extra_engine_args: {max_running_requests: 1, context_length: 512, n_threads: 1}\n"
            "    default_sampling_params: {temperature: 0, max_new_tokens: 24}\n"
            "loading_params:\n"
-           "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path(tag + "_out") +
-           ", image_base_path: " + d.Path("imgs") + ", output_format: jsonl}]\n"
-           "  state_dir: " + d.Path(tag + "_state") + "\n"
+           "  datasets: [{type: JSONL, path: " +
+           d.Path("data.jsonl") + ", output_dir: " + d.Path(tag + "_out") + ", image_base_path: " + d.Path("imgs") +
+           ", output_format: jsonl}]\n"
+           "  state_dir: " +
+           d.Path(tag + "_state") +
+           "\n"
            "processing_params:\n"
            "  inputs: [{name: photo, key: photo, type: image}, {name: q, key: q}, {name: id, key: id}]\n"
            "  outputs: [{name: answer, type: llm, prompt: \"{{ q }}\"}]\n"

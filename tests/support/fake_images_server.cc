@@ -11,7 +11,9 @@
 
 namespace mmirage::testing {
 
-std::string FakeImagesServer::Script() { return std::string(MMIRAGE_SOURCE_DIR) + "/tests/support/fake_images_server.py"; }
+std::string FakeImagesServer::Script() {
+  return std::string(MMIRAGE_SOURCE_DIR) + "/tests/support/fake_images_server.py";
+}
 
 FakeImagesServer::FakeImagesServer(const std::string& dir, const std::string& mode) : log_path_(dir + "/posts.log") {
   const std::string port_file = dir + "/port";

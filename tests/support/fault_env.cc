@@ -49,8 +49,8 @@ std::string FaultEnv::Norm(const std::string& path) {
 }
 
 bool FaultEnv::Under(const std::string& norm) const {
-  return norm == root_ || (norm.size() > root_.size() && norm.compare(0, root_.size(), root_) == 0 &&
-                           norm[root_.size()] == '/');
+  return norm == root_ ||
+         (norm.size() > root_.size() && norm.compare(0, root_.size(), root_) == 0 && norm[root_.size()] == '/');
 }
 
 Status FaultEnv::CrashedError(const std::string& path) const {

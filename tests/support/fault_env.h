@@ -76,7 +76,7 @@ class FaultEnv final : public Env {
   class File;
   struct Node {
     bool dir = false;
-    std::string durable_data;                      // files
+    std::string durable_data;                        // files
     std::map<std::string, int64_t> durable_entries;  // directories
   };
   std::string Norm(const std::string& path);

@@ -54,8 +54,8 @@ std::vector<std::string> ReadLines(const std::string& path) {
 CommandResult RunCommand(const std::string& command, const std::string& cwd) {
   TempDir tmp;
   std::string out = tmp.Path("out"), err = tmp.Path("err");
-  std::string full = (cwd.empty() ? "" : "cd '" + cwd + "' && ") + "( " + command + " ) </dev/null >'" + out +
-                     "' 2>'" + err + "'";
+  std::string full =
+      (cwd.empty() ? "" : "cd '" + cwd + "' && ") + "( " + command + " ) </dev/null >'" + out + "' 2>'" + err + "'";
   int rc = std::system(full.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);

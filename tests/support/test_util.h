@@ -23,7 +23,7 @@ class TempDir {
 void WriteFile(const std::string& path, const std::string& contents);  // creates parent dirs; aborts on failure
 std::string ReadFile(const std::string& path);                         // "" when missing
 bool Exists(const std::string& path);
-std::vector<std::string> ReadLines(const std::string& path);           // non-empty lines
+std::vector<std::string> ReadLines(const std::string& path);  // non-empty lines
 
 struct CommandResult {
   int exit_code = -1;

@@ -63,14 +63,12 @@ int main(int argc, char** argv) {
   app.add_option("--eos-bias", options.eos_bias,
                  "Logit bias of end-of-generation tokens (about +0.2 gives varied greedy output lengths)")
       ->capture_default_str();
-  app.add_flag("--check", check,
-               "After writing, load the model with llama.cpp and greedy-generate " +
-                   std::to_string(kCheckTokens) + " tokens");
+  app.add_flag(
+      "--check", check,
+      "After writing, load the model with llama.cpp and greedy-generate " + std::to_string(kCheckTokens) + " tokens");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::Success& e) { return app.exit(e); } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kExitUsage;
   }

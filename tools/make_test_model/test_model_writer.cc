@@ -25,9 +25,9 @@ constexpr size_t kChunkElements = size_t{1} << 20;
 
 const TestModelPreset kPresets[] = {
     // name, layers, n_embd, heads, kv heads, ff, context, f16, tied
-    {"tiny", 2, 64, 4, 2, 128, 4096, false, false},          // untied: tied random weights just echo the input
-    {"small", 24, 896, 14, 2, 4864, 32768, true, true},      // Qwen2.5-0.5B shape
-    {"medium", 36, 2560, 32, 8, 9728, 32768, true, true},    // Qwen3-4B-like shape, for GPU throughput
+    {"tiny", 2, 64, 4, 2, 128, 4096, false, false},        // untied: tied random weights just echo the input
+    {"small", 24, 896, 14, 2, 4864, 32768, true, true},    // Qwen2.5-0.5B shape
+    {"medium", 36, 2560, 32, 8, 9728, 32768, true, true},  // Qwen3-4B-like shape, for GPU throughput
 };
 
 struct GgufDeleter {
@@ -331,7 +331,8 @@ Result<TestModelStats> WriteTestModel(Env* env, const TestModelOptions& options)
   }
 
   const std::string tmp_path = options.out_path + ".tmp";
-  auto stats = WriteFile(env, tmp_path, ctx.get(), plan, options.seed, OutputBias(vocab.get(), n_vocab, options.eos_bias));
+  auto stats =
+      WriteFile(env, tmp_path, ctx.get(), plan, options.seed, OutputBias(vocab.get(), n_vocab, options.eos_bias));
   Status s = stats.status();
   if (s.ok()) s = env->RenameFile(tmp_path, options.out_path);
   if (s.ok()) s = env->SyncDir(Dirname(options.out_path));

@@ -14,13 +14,13 @@
 namespace mmirage::tools {
 namespace {
 
-constexpr int kVisionEmbd = 32;    // ViT width
-constexpr int kVisionFf = 64;      // ViT MLP width (must differ from kVisionEmbd: see clip.cpp's ffn swap check)
+constexpr int kVisionEmbd = 32;  // ViT width
+constexpr int kVisionFf = 64;    // ViT MLP width (must differ from kVisionEmbd: see clip.cpp's ffn swap check)
 constexpr int kVisionHeads = 2;
-constexpr int kVisionLayers = 2;   // LLaVA takes the second-to-last layer, so one layer runs
+constexpr int kVisionLayers = 2;  // LLaVA takes the second-to-last layer, so one layer runs
 constexpr int kImageSize = 32;
 constexpr int kPatchSize = 8;
-constexpr int kProjHidden = 64;    // mm.0 output width
+constexpr int kProjHidden = 64;  // mm.0 output width
 constexpr float kStd = 0.02f;
 
 // splitmix64, as in test_model_writer.cc (weights are a pure function of seed and tensor name).
@@ -139,7 +139,8 @@ void PutChunk(std::string* out, const char* type, const std::string& data) {
   std::string body(type, 4);
   body += data;
   out->append(body);
-  PutU32(out, static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
+  PutU32(out,
+         static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
 }
 
 }  // namespace

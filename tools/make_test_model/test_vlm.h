@@ -21,7 +21,7 @@ namespace mmirage::tools {
 constexpr int kTestMmprojImageTokens = 16;
 
 struct TestMmprojOptions {
-  std::string out_path;      // written via `<out_path>.tmp` + rename
+  std::string out_path;  // written via `<out_path>.tmp` + rename
   uint64_t seed = 0;
   uint32_t text_n_embd = 64;
 };

@@ -3,7 +3,7 @@
 
 extern "C" __attribute__((visibility("default"))) const mmirage::arrow_module::Api* mmirage_arrow_module_v1() {
   namespace am = mmirage::arrow_module;
-  static const am::Api api = {am::kAbi, MMIRAGE_VERSION, am::OpenRows, am::CountRows, am::WriteOutput,
-                              am::InferFeatures};
+  static const am::Api api = {am::kAbi,      MMIRAGE_VERSION, am::OpenRows,
+                              am::CountRows, am::WriteOutput, am::InferFeatures};
   return &api;
 }

@@ -247,31 +247,27 @@ void ConvertTemporal(const arrow::Array& arr, std::vector<Value>* out) {
   switch (arr.type_id()) {
     case T::TIMESTAMP: {
       const auto& type = static_cast<const arrow::TimestampType&>(*arr.type());
-      ConvertEach<arrow::TimestampArray>(arr, out, [&](const auto& t, int64_t i) {
-        return Value(FormatTimestamp(t.Value(i), type));
-      });
+      ConvertEach<arrow::TimestampArray>(
+          arr, out, [&](const auto& t, int64_t i) { return Value(FormatTimestamp(t.Value(i), type)); });
       return;
     }
     case T::DATE32:
       ConvertEach<arrow::Date32Array>(arr, out, [](const auto& t, int64_t i) { return Value(FormatDate(t.Value(i))); });
       return;
     case T::DATE64:
-      ConvertEach<arrow::Date64Array>(arr, out, [](const auto& t, int64_t i) {
-        return Value(FormatDate(FloorDiv(t.Value(i), 86400000)));
-      });
+      ConvertEach<arrow::Date64Array>(
+          arr, out, [](const auto& t, int64_t i) { return Value(FormatDate(FloorDiv(t.Value(i), 86400000))); });
       return;
     case T::TIME32: {
       int64_t per = UnitsPerSecond(static_cast<const arrow::Time32Type&>(*arr.type()).unit());
-      ConvertEach<arrow::Time32Array>(arr, out, [per](const auto& t, int64_t i) {
-        return Value(FormatTimeOfDay(t.Value(i), per));
-      });
+      ConvertEach<arrow::Time32Array>(
+          arr, out, [per](const auto& t, int64_t i) { return Value(FormatTimeOfDay(t.Value(i), per)); });
       return;
     }
     default: {  // TIME64
       int64_t per = UnitsPerSecond(static_cast<const arrow::Time64Type&>(*arr.type()).unit());
-      ConvertEach<arrow::Time64Array>(arr, out, [per](const auto& t, int64_t i) {
-        return Value(FormatTimeOfDay(t.Value(i), per));
-      });
+      ConvertEach<arrow::Time64Array>(
+          arr, out, [per](const auto& t, int64_t i) { return Value(FormatTimeOfDay(t.Value(i), per)); });
       return;
     }
   }
@@ -344,19 +340,13 @@ Status Convert(const arrow::Array& arr, const std::string& column, std::vector<V
     case T::DATE32:
     case T::DATE64:
     case T::TIME32:
-    case T::TIME64:
-      ConvertTemporal(arr, out);
-      return Status::OK();
+    case T::TIME64: ConvertTemporal(arr, out); return Status::OK();
     case T::DECIMAL32:
     case T::DECIMAL64:
     case T::DECIMAL128:
-    case T::DECIMAL256:
-      ConvertDecimals(arr, out);
-      return Status::OK();
-    case T::EXTENSION:
-      return Convert(*static_cast<const arrow::ExtensionArray&>(arr).storage(), column, out);
-    default:
-      return Unsupported(column, *arr.type());
+    case T::DECIMAL256: ConvertDecimals(arr, out); return Status::OK();
+    case T::EXTENSION: return Convert(*static_cast<const arrow::ExtensionArray&>(arr).storage(), column, out);
+    default: return Unsupported(column, *arr.type());
   }
 }
 
@@ -372,7 +362,8 @@ Status BatchToRows(const arrow::RecordBatch& batch, std::vector<Value>* rows) {
   for (size_t i = 0; i < n; ++i) {
     Value::Object obj;
     obj.reserve(static_cast<size_t>(nc));
-    for (int c = 0; c < nc; ++c) obj.emplace_back(batch.schema()->field(c)->name(), std::move(cols[static_cast<size_t>(c)][i]));
+    for (int c = 0; c < nc; ++c)
+      obj.emplace_back(batch.schema()->field(c)->name(), std::move(cols[static_cast<size_t>(c)][i]));
     rows->emplace_back(std::move(obj));
   }
   return Status::OK();
@@ -390,7 +381,8 @@ Status CheckStreamEnd(const std::string& path, arrow::io::RandomAccessFile* f) {
   static const uint8_t kEos[8] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
   arrow::Status st = f->Seek(0);  // ReadAt leaves the implicit position undefined
   if (!st.ok()) return Status::IOError(path + ": " + ArrowMessage(st));
-  if (std::memcmp(tail, kEos, 8) != 0) return Status::Corruption(path + ": truncated Arrow IPC stream (no end-of-stream marker)");
+  if (std::memcmp(tail, kEos, 8) != 0)
+    return Status::Corruption(path + ": truncated Arrow IPC stream (no end-of-stream marker)");
   return Status::OK();
 }
 
@@ -432,7 +424,7 @@ class ArrowPartReader final : public RowReader {
       return false;
     }
     if (batch_pos == 0) {  // rows per chunk: at most 1024, fewer for big rows (about 16 MiB of Arrow data)
-      int64_t bytes = 0;  // (of the whole buffers a sliced batch shares: an overestimate, which is safe)
+      int64_t bytes = 0;   // (of the whole buffers a sliced batch shares: an overestimate, which is safe)
       for (int c = 0; c < batch->num_columns(); ++c) bytes += arrow::util::TotalBufferSize(*batch->column(c));
       int64_t per_row = std::max<int64_t>(1, bytes / std::max<int64_t>(1, batch->num_rows()));
       chunk_rows = std::clamp<int64_t>((16 << 20) / per_row, 1, kChunkRows);

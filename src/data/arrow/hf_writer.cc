@@ -19,7 +19,6 @@
 #include <parquet/arrow/writer.h>
 #include <parquet/properties.h>
 
-
 #include "data/arrow/arrow_impl.h"
 #include "data/arrow/arrow_util.h"
 #include "data/dataset.h"
@@ -28,7 +27,7 @@
 namespace mmirage {
 namespace {
 
-constexpr int64_t kBatchRows = 1000;  // HF's default writer_batch_size
+constexpr int64_t kBatchRows = 1000;       // HF's default writer_batch_size
 constexpr int64_t kBatchBytes = 32 << 20;  // ... or fewer rows when they are big (images)
 
 }  // namespace

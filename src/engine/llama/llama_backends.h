@@ -80,7 +80,8 @@ inline std::string LoadLlamaBackends(const std::string& dir) {
     if (why.empty()) why = "none built for this machine";
   }
   ggml_backend_load_all_from_path(dir.empty() ? nullptr : dir.c_str());
-  return "llama.cpp prebuilt CPU backend (" + why + ") from " + (dir.empty() ? std::string("ggml's default path") : dir);
+  return "llama.cpp prebuilt CPU backend (" + why + ") from " +
+         (dir.empty() ? std::string("ggml's default path") : dir);
 }
 
 }  // namespace mmirage_llama

@@ -85,7 +85,7 @@ void InitBackendOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
     llama_log_set(LlamaLogToOurs, nullptr);
-    mtmd_helper_log_set(LlamaLogToOurs, nullptr);  // libmtmd's and clip's logger too
+    mtmd_helper_log_set(LlamaLogToOurs, nullptr);     // libmtmd's and clip's logger too
     common_log_set_verbosity_thold(LOG_LEVEL_ERROR);  // common's own logger: errors only
 #ifdef MMIRAGE_LLAMA_DYNAMIC_BACKENDS
     // llama.cpp's shared build: the CPU backend built for this machine, else the best prebuilt
@@ -121,7 +121,7 @@ int CountGpus() {
 }
 
 Result<ggml_type> ParseCacheType(const std::string& name) {
-  static const ggml_type kTypes[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16,   GGML_TYPE_Q8_0, GGML_TYPE_Q4_0,
+  static const ggml_type kTypes[] = {GGML_TYPE_F32,  GGML_TYPE_F16,    GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0,
                                      GGML_TYPE_Q4_1, GGML_TYPE_IQ4_NL, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1};
   for (ggml_type t : kTypes) {
     if (name == ggml_type_name(t)) return t;
@@ -182,8 +182,10 @@ class CpuThreadpool {
     if (cpu == nullptr || n_threads < 2) return;
     ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(cpu);
     if (CpuBackendUsesOpenMp(reg)) return;
-    auto make = reinterpret_cast<decltype(&ggml_threadpool_new)>(ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_new"));
-    free_ = reinterpret_cast<decltype(&ggml_threadpool_free)>(ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_free"));
+    auto make =
+        reinterpret_cast<decltype(&ggml_threadpool_new)>(ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_new"));
+    free_ = reinterpret_cast<decltype(&ggml_threadpool_free)>(
+        ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_free"));
     if (make == nullptr || free_ == nullptr) return;
     ggml_threadpool_params params = ggml_threadpool_params_default(n_threads);
     pool_ = make(&params);
@@ -256,7 +258,7 @@ class LlamaEngine final : public Engine {
   const llama_vocab* vocab_;
   std::vector<llama_logit_bias> eog_bias_;  // -inf on every end-of-generation token (ignore_eos)
   uint64_t seed_;
-  std::atomic<uint64_t> n_submitted_{0};    // per-request seed offset, in Submit order
+  std::atomic<uint64_t> n_submitted_{0};  // per-request seed offset, in Submit order
   double load_seconds_;
   int n_gpus_;
   int n_parallel_;
@@ -378,7 +380,7 @@ Status LlamaEngine::MakeSampler(const Request& request, uint64_t seed, PreparedR
   params.seed = seed32;
   params.temp = static_cast<float>(std::max(0.0, sp.temperature));  // <= 0: greedy
   params.top_p = static_cast<float>(sp.top_p);
-  params.top_k = sp.top_k < 0 ? 0 : sp.top_k;                        // <= 0: disabled
+  params.top_k = sp.top_k < 0 ? 0 : sp.top_k;  // <= 0: disabled
   params.min_p = static_cast<float>(sp.min_p);
   params.penalty_repeat = static_cast<float>(sp.repetition_penalty);
   params.penalty_freq = static_cast<float>(sp.frequency_penalty);
@@ -466,7 +468,8 @@ Status CreateContext(const LlamaEngineOptions& o, Loaded* out) {
   loop.batch_barrier = o.batch_barrier;
   loop.image_cache_bytes = o.image_cache_bytes;
 
-  const int n_threads = o.n_threads > 0 ? o.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int n_threads =
+      o.n_threads > 0 ? o.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = static_cast<uint32_t>(loop.n_ctx_seq) * static_cast<uint32_t>(o.n_parallel);
   cp.n_batch = static_cast<uint32_t>(loop.n_batch);
@@ -567,10 +570,9 @@ Result<std::unique_ptr<Engine>> CreateEngine(const LlamaEngineOptions& options) 
   MMIRAGE_TRY(LoadProjector(opts, env, &loaded));
   MMIRAGE_TRY(LoadTemplates(opts, env, &loaded));
   const double load_seconds = static_cast<double>(env->MonotonicMicros() - start_us) / 1e6;
-  return std::unique_ptr<Engine>(new LlamaEngine(std::move(loaded.threadpool), std::move(loaded.model),
-                                                 std::move(loaded.ctx), std::move(loaded.mctx),
-                                                 std::move(loaded.templates), options, loaded.loop, load_seconds,
-                                                 loaded.n_gpus));
+  return std::unique_ptr<Engine>(new LlamaEngine(
+      std::move(loaded.threadpool), std::move(loaded.model), std::move(loaded.ctx), std::move(loaded.mctx),
+      std::move(loaded.templates), options, loaded.loop, load_seconds, loaded.n_gpus));
 }
 
 EngineCounters CountersOf(const Engine& engine) {

@@ -145,8 +145,8 @@ void DecodeLoop::StartRequest(int slot_index, std::unique_ptr<PreparedRequest> r
   if (n_prompt == 0) {
     error = Status::InvalidArgument("prompt is empty (no tokens)");
   } else if (n_prompt > options_.n_ctx_seq - 1) {
-    error = Status::InvalidArgument("prompt has " + std::to_string(n_prompt) +
-                                    " tokens, more than the context of " + std::to_string(options_.n_ctx_seq - 1));
+    error = Status::InvalidArgument("prompt has " + std::to_string(n_prompt) + " tokens, more than the context of " +
+                                    std::to_string(options_.n_ctx_seq - 1));
   }
   if (!error.ok() || request->max_new_tokens <= 0) {
     Completion c;
@@ -229,8 +229,8 @@ void DecodeLoop::BuildBatch() {
     int from = prefix_->n_evaluated();
     int n = std::min(budget, prefix_->size() - from);
     for (int k = 0; k < n; ++k) {
-      entries_.push_back({prefix_->tokens()[static_cast<size_t>(from + k)], from + k, kPrefixSlot, false, true,
-                          prefix_gen_});
+      entries_.push_back(
+          {prefix_->tokens()[static_cast<size_t>(from + k)], from + k, kPrefixSlot, false, true, prefix_gen_});
     }
     prefix_->MarkEvaluated(n);
     budget -= n;
@@ -245,8 +245,8 @@ void DecodeLoop::BuildBatch() {
     if (n <= 0) continue;
     for (int k = 0; k < n; ++k) {
       const int idx = from + k;
-      entries_.push_back({s.prompt()[static_cast<size_t>(idx)], pos0 + k, static_cast<int>(i), idx == n_prompt - 1,
-                          true, 0});
+      entries_.push_back(
+          {s.prompt()[static_cast<size_t>(idx)], pos0 + k, static_cast<int>(i), idx == n_prompt - 1, true, 0});
     }
     s.Advance(n);
     budget -= n;

@@ -44,10 +44,10 @@ class DecodeLoop {
   struct BatchEntry {
     llama_token token;
     llama_pos pos;
-    int slot;         // index in slots_, or kPrefixSlot
-    bool logits;      // sample after this token
-    bool is_prompt;   // a prompt (or prefix) token, not a generated one
-    int prefix_gen;   // for prefix tokens: prefix_gen_ when the entry was made
+    int slot;        // index in slots_, or kPrefixSlot
+    bool logits;     // sample after this token
+    bool is_prompt;  // a prompt (or prefix) token, not a generated one
+    int prefix_gen;  // for prefix tokens: prefix_gen_ when the entry was made
   };
 
   void Run();
@@ -78,7 +78,7 @@ class DecodeLoop {
   int n_embd_inp_ = 0;
   LoopOptions options_;
   ImageEmbeddingCache image_cache_;
-  size_t image_rr_ = 0;                   // round-robin start for the next image evaluation
+  size_t image_rr_ = 0;  // round-robin start for the next image evaluation
   std::vector<Slot> slots_;
   std::unique_ptr<SharedPrefix> prefix_;  // null when prefix reuse is off
   int prefix_gen_ = 0;                    // bumped when the prefix is dropped (its batch entries die)

@@ -43,25 +43,25 @@ struct PreparedRequest {
   common_sampler_ptr sampler;        // per-request chain (grammar included); null when error is set
   std::vector<std::string> stop;     // stop strings (the text is cut before the first one)
   int max_new_tokens = 0;
-  bool ignore_eos = false;           // ignored with a grammar: a complete grammar admits only end-of-generation
+  bool ignore_eos = false;  // ignored with a grammar: a complete grammar admits only end-of-generation
   bool has_grammar = false;
   // Plain greedy (temperature 0, no grammar, neutral penalties): the loop takes the argmax of the logits itself
   // instead of running the sampler chain over the whole vocabulary (the same token, without copying and sorting
   // ~150k candidates per generated token).
   bool fast_greedy = false;
   CompletionCallback done;
-  Status error;                      // non-OK: finish at once with kError and this status
+  Status error;  // non-OK: finish at once with kError and this status
 };
 
 // Loop-side knobs, derived from LlamaEngineOptions by the adapter.
 struct LoopOptions {
   int n_parallel = 1;
-  int n_ctx_seq = 0;                 // per-sequence context (positions), already capped
-  int n_batch = 512;                 // tokens per llama_decode call
+  int n_ctx_seq = 0;  // per-sequence context (positions), already capped
+  int n_batch = 512;  // tokens per llama_decode call
   bool prefix_reuse = true;
   int min_prefix_tokens = 32;
   bool batch_barrier = false;
-  size_t image_cache_bytes = 0;      // encode cache of image embeddings (0: every image is encoded)
+  size_t image_cache_bytes = 0;  // encode cache of image embeddings (0: every image is encoded)
 };
 
 }  // namespace mmirage::engine

@@ -46,9 +46,11 @@ Result<std::unique_ptr<PromptTokenizer>> llama_module::CreateTokenizer(const std
   static std::once_flag once;
   std::call_once(once, [] {
     // Quiet unless an error (the engine installs its own logger when it loads, after this).
-    llama_log_set([](ggml_log_level level, const char* text, void*) {
-      if (level == GGML_LOG_LEVEL_ERROR) LOG_ERROR("llama.cpp: " << text);
-    }, nullptr);
+    llama_log_set(
+        [](ggml_log_level level, const char* text, void*) {
+          if (level == GGML_LOG_LEVEL_ERROR) LOG_ERROR("llama.cpp: " << text);
+        },
+        nullptr);
     llama_backend_init();
   });
   llama_model_params mp = llama_model_default_params();

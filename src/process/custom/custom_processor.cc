@@ -274,8 +274,8 @@ class CustomPool final : public OutputProcessor {
             } else if (!Send(proc.get(), &inflight, std::move(x.job))) {
               int st = proc->Kill();
               proc.reset();
-              FailAll(&inflight, Fatal(Trip("Worker process crashed fatally: worker " + DescribeExit(st) +
-                                            " after a restart")));
+              FailAll(&inflight,
+                      Fatal(Trip("Worker process crashed fatally: worker " + DescribeExit(st) + " after a restart")));
             }
           }
           continue;
@@ -294,8 +294,8 @@ class CustomPool final : public OutputProcessor {
       if (!line.ok()) {
         int st = proc->Kill();
         proc.reset();
-        FailAll(&inflight, Fatal(Trip("Worker process crashed fatally: worker " + DescribeExit(st) +
-                                      " while running a row")));
+        FailAll(&inflight,
+                Fatal(Trip("Worker process crashed fatally: worker " + DescribeExit(st) + " while running a row")));
         continue;
       }
       Sent head = std::move(inflight.front());
@@ -364,8 +364,8 @@ class CustomPool final : public OutputProcessor {
   std::condition_variable cv_;
   std::deque<Job> queue_;
   std::atomic<bool> stopping_{false};
-  int idle_ = 0;         // workers waiting for a job; guarded by mu_
-  std::string tripped_;  // guarded by mu_
+  int idle_ = 0;                      // workers waiting for a job; guarded by mu_
+  std::string tripped_;               // guarded by mu_
   std::mutex shutdown_mu_;            // held by Shutdown while it joins (not by the workers: they need mu_)
   std::vector<std::thread> threads_;  // written by Boot before the pool is shared, then guarded by shutdown_mu_
 };
@@ -375,12 +375,11 @@ class CustomPool final : public OutputProcessor {
 Result<std::string> FindCustomWorkerProgram() {
   MMIRAGE_ASSIGN_OR_RETURN(std::string self, SelfExecutablePath());
   std::string dir = Dirname(self);
-  for (const std::string& cand : {JoinPath(dir, "share/mmirage/custom_worker.py"),
-                                  JoinPath(Dirname(dir), "share/mmirage/custom_worker.py")}) {
+  for (const std::string& cand :
+       {JoinPath(dir, "share/mmirage/custom_worker.py"), JoinPath(Dirname(dir), "share/mmirage/custom_worker.py")}) {
     if (Env::Default()->IsRegularFile(cand)) return cand;
   }
-  return Status::NotFound("the custom worker program share/mmirage/custom_worker.py is not installed next to " +
-                          self);
+  return Status::NotFound("the custom worker program share/mmirage/custom_worker.py is not installed next to " + self);
 }
 
 Result<std::vector<std::string>> CustomWorkerCommand(const config::CustomProcessor& c,
@@ -390,15 +389,13 @@ Result<std::vector<std::string>> CustomWorkerCommand(const config::CustomProcess
   if (!env->IsRegularFile(c.script_path))
     return Status::NotFound("CustomProcessor failed to boot: script_path '" + c.script_path + "' does not exist.");
   std::string worker = options.worker_program;
-  if (worker.empty()) {
-    MMIRAGE_ASSIGN_OR_RETURN(worker, FindCustomWorkerProgram());
-  }
+  if (worker.empty()) { MMIRAGE_ASSIGN_OR_RETURN(worker, FindCustomWorkerProgram()); }
   config::VarLookup lookup = options.vars ? options.vars : config::ProcessVarLookup();
   std::string python = c.python_executable;
   if (python.empty()) python = lookup("MMIRAGE_PYTHON").value_or("");
   if (python.empty()) python = "python3";
-  return std::vector<std::string>{python, worker, "--script", env->AbsolutePath(c.script_path), "--function",
-                                  c.function_name};
+  return std::vector<std::string>{python,       worker,         "--script", env->AbsolutePath(c.script_path),
+                                  "--function", c.function_name};
 }
 
 Result<std::unique_ptr<OutputProcessor>> StartCustomProcessor(const config::Processor& p,

@@ -19,8 +19,8 @@
 namespace mmirage::process::custom {
 
 struct CustomStartOptions {
-  config::VarLookup vars;         // for MMIRAGE_PYTHON; default: the process environment
-  std::string worker_program;     // custom_worker.py; empty: FindCustomWorkerProgram()
+  config::VarLookup vars;             // for MMIRAGE_PYTHON; default: the process environment
+  std::string worker_program;         // custom_worker.py; empty: FindCustomWorkerProgram()
   double boot_timeout_seconds = 300;  // a worker that has not answered its handshake by then fails the start
 };
 

@@ -146,8 +146,8 @@ Result<std::string> EncodeJpeg(const RgbImage& im) {
 
 Result<std::string> EncodeWebp(const RgbImage& im) {
   uint8_t* out = nullptr;
-  size_t n = WebPEncodeRGB(reinterpret_cast<const uint8_t*>(im.pixels.data()), im.width, im.height, im.width * 3,
-                           90.0f, &out);
+  size_t n =
+      WebPEncodeRGB(reinterpret_cast<const uint8_t*>(im.pixels.data()), im.width, im.height, im.width * 3, 90.0f, &out);
   if (n == 0 || out == nullptr) return Status::Internal("WebP encoding failed");
   std::string s(reinterpret_cast<const char*>(out), n);
   WebPFree(out);

@@ -81,20 +81,19 @@ std::string ValueText(const Value& v) {
 struct Sample {
   size_t output_index = 0;
   std::string body;
-  std::string stem;            // file name without extension (path mode)
-  std::string file;            // file name in output_dir (path mode), claimed when the sample is submitted
+  std::string stem;  // file name without extension (path mode)
+  std::string file;  // file name in output_dir (path mode), claimed when the sample is submitted
   int64_t sample_index = 0;
   std::string prompt_preview;  // for error messages
   int attempts = 0;
   std::function<void(GenerateResult)> done;
-  std::string b64;             // the image, once received
+  std::string b64;  // the image, once received
 };
 
 class ImageGenProcessor final : public OutputProcessor {
  public:
   ImageGenProcessor(const config::Config& config, const config::Processor& p, const ImageGenStartOptions& o)
-      : config_(config), cfg_(p.image_gen), loc_(p.loc.ToString()), options_(o),
-        env_(o.env ? o.env : Env::Default()) {}
+      : config_(config), cfg_(p.image_gen), loc_(p.loc.ToString()), options_(o), env_(o.env ? o.env : Env::Default()) {}
   ~ImageGenProcessor() override { Shutdown(); }
 
   Status Start(std::vector<std::string>* warnings) {
@@ -148,7 +147,8 @@ class ImageGenProcessor final : public OutputProcessor {
     ext_ = cfg_.file_format;
     for (char& c : ext_) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     bool any_path = false;
-    for (const auto& o : config_.processing.outputs) any_path = any_path || (o.type == "image_gen" && o.output_mode == "path");
+    for (const auto& o : config_.processing.outputs)
+      any_path = any_path || (o.type == "image_gen" && o.output_mode == "path");
     if (any_path) {
       Status s = env_->CreateDirs(output_dir_);
       if (!s.ok()) return s.WithContext(where + "cannot create output_dir");
@@ -296,18 +296,20 @@ class ImageGenProcessor final : public OutputProcessor {
       err = Status::Unavailable("the image_gen processor is shut down");
     } else if (r.transport != HttpTransport::kOk) {
       retryable = true;
-      err = Status::Unavailable("Could not reach SGLang server at " + url + ": " +
-                                (r.transport == HttpTransport::kTimeout
-                                     ? "timed out after " + std::to_string(static_cast<int64_t>(timeout_seconds_)) + " s"
-                                     : r.error));
+      err =
+          Status::Unavailable("Could not reach SGLang server at " + url + ": " +
+                              (r.transport == HttpTransport::kTimeout
+                                   ? "timed out after " + std::to_string(static_cast<int64_t>(timeout_seconds_)) + " s"
+                                   : r.error));
     } else if (r.status_code != 200) {
       retryable = r.status_code == 429 || r.status_code >= 500;
-      err = Status::Unavailable("SGLang server returned HTTP " + std::to_string(r.status_code) + " for " + url +
-                                ": " + Preview(r.body, 500));
+      err = Status::Unavailable("SGLang server returned HTTP " + std::to_string(r.status_code) + " for " + url + ": " +
+                                Preview(r.body, 500));
     } else {
       auto v = ParseJson(r.body);
       if (!v.ok()) {
-        err = Status::Corruption("SGLang server returned a non-JSON response from " + url + ": " + Preview(r.body, 500));
+        err =
+            Status::Corruption("SGLang server returned a non-JSON response from " + url + ": " + Preview(r.body, 500));
       } else {
         const Value* data = v->is_object() ? v->Find("data") : nullptr;
         const Value* first = data && data->is_array() && !data->as_array().empty() ? &data->as_array()[0] : nullptr;
@@ -374,7 +376,8 @@ class ImageGenProcessor final : public OutputProcessor {
 
   Status Save(Sample* s, Value* value) {
     auto bytes = DecodeBase64(s->b64);  // as Python's b64decode(validate=True)
-    if (!bytes.ok()) return Status::Corruption("SGLang returned invalid base64 image data: " + bytes.status().message());
+    if (!bytes.ok())
+      return Status::Corruption("SGLang returned invalid base64 image data: " + bytes.status().message());
     s->b64.clear();
     auto img = DecodeImage(*bytes);
     if (!img.ok()) return Status::Corruption("Could not decode SGLang image response: " + img.status().message());
@@ -469,8 +472,10 @@ Result<std::unique_ptr<engine::ManagedServer>> StartImageServer(const config::Im
   }
   engine::ManagedServerOptions mo;
   mo.name = "sglang";
-  mo.argv = {"sglang", "serve", "--model-path", s.model_path, "--port", std::to_string(port), "--num-gpus",
-             std::to_string(s.num_gpus)};
+  mo.argv = {"sglang",       "serve",
+             "--model-path", s.model_path,
+             "--port",       std::to_string(port),
+             "--num-gpus",   std::to_string(s.num_gpus)};
   if (s.dtype) {
     mo.argv.push_back("--dtype");
     mo.argv.push_back(*s.dtype);
@@ -489,8 +494,10 @@ Result<std::unique_ptr<engine::ManagedServer>> StartSharedImageServer(const conf
   const config::Processor* p = config.FindProcessor("image_gen");
   bool used = false;
   for (const auto& o : config.processing.outputs) used = used || o.type == "image_gen";
-  if (p == nullptr || !used || p->image_gen.backend != "sglang" || !p->image_gen.sglang) return std::unique_ptr<engine::ManagedServer>();
-  if (auto given = vars("MMIRAGE_SGLANG_BASE_URL"); given && !Trim(*given).empty()) return std::unique_ptr<engine::ManagedServer>();
+  if (p == nullptr || !used || p->image_gen.backend != "sglang" || !p->image_gen.sglang)
+    return std::unique_ptr<engine::ManagedServer>();
+  if (auto given = vars("MMIRAGE_SGLANG_BASE_URL"); given && !Trim(*given).empty())
+    return std::unique_ptr<engine::ManagedServer>();
   auto server = StartImageServer(*p->image_gen.sglang, JoinPath(log_dir, "sglang_image_server.log"));
   if (!server.ok()) return server.status().WithContext(p->loc.ToString() + ": processor 'image_gen'");
   return server;
@@ -515,8 +522,8 @@ std::string SanitizeFileStem(std::string_view rendered) {
   std::string out;
   bool in_run = false;
   for (char c : rendered) {
-    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-              c == '-';
+    bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (ok) {
       out.push_back(c);
       in_run = false;
@@ -558,7 +565,8 @@ Result<std::string> BuildImageRequestBody(const config::ImageGenProcessor& p, co
     else if (nv->is_double()) n = static_cast<int64_t>(nv->as_double());
     else return Status::InvalidArgument("default_sampling_params.n must be an integer");
   }
-  if (n != 1) return Status::InvalidArgument("image_gen generates one image per row: n must be 1, got " + std::to_string(n));
+  if (n != 1)
+    return Status::InvalidArgument("image_gen generates one image per row: n must be 1, got " + std::to_string(n));
   body.Set("n", static_cast<int64_t>(1));
   const Value* rf = get("response_format");
   body.Set("response_format", rf ? *rf : Value("b64_json"));
@@ -575,10 +583,22 @@ Result<std::string> BuildImageRequestBody(const config::ImageGenProcessor& p, co
     if (const Value* v = get(k)) body.Set(k, *v);
   if (const Value* v = get("output_quality")) body.Set("output-quality", *v);
   if (const Value* v = get("output_compression")) body.Set("output-compression", *v);
-  static const std::set<std::string> reserved = {
-      "prompt", "negative_prompt", "model", "n", "response_format", "size", "width", "height", "seed", "generator",
-      "num_inference_steps", "guidance_scale", "output-quality", "output-compression", "output_quality",
-      "output_compression"};
+  static const std::set<std::string> reserved = {"prompt",
+                                                 "negative_prompt",
+                                                 "model",
+                                                 "n",
+                                                 "response_format",
+                                                 "size",
+                                                 "width",
+                                                 "height",
+                                                 "seed",
+                                                 "generator",
+                                                 "num_inference_steps",
+                                                 "guidance_scale",
+                                                 "output-quality",
+                                                 "output-compression",
+                                                 "output_quality",
+                                                 "output_compression"};
   for (const auto& [k, v] : params.as_object())
     if (!reserved.count(k) && !v.is_null()) body.Set(k, v);
   return ToJson(body);

@@ -23,11 +23,11 @@ class ManagedServer;
 namespace mmirage::process::image_gen {
 
 struct ImageGenStartOptions {
-  config::VarLookup vars;         // api_key_env, MMIRAGE_SGLANG_BASE_URL, ~; default: the process environment
-  Env* env = nullptr;             // output_dir, image files, clock; nullptr: Env::Default(). Borrowed.
+  config::VarLookup vars;  // api_key_env, MMIRAGE_SGLANG_BASE_URL, ~; default: the process environment
+  Env* env = nullptr;      // output_dir, image files, clock; nullptr: Env::Default(). Borrowed.
   int64_t shard_id = 0;
-  std::string log_dir;            // where the managed server's log goes (default: output_dir)
-  int max_attempts = 4;           // per sample, on retryable failures
+  std::string log_dir;                 // where the managed server's log goes (default: output_dir)
+  int max_attempts = 4;                // per sample, on retryable failures
   double first_backoff_seconds = 0.5;  // doubled after each retryable failure
   double validate_timeout_seconds = 10;
 };

@@ -166,8 +166,7 @@ Result<std::unique_ptr<engine::Engine>> CreateManaged(const config::Processor& p
 
 }  // namespace
 
-Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Processor& p,
-                                                           const config::VarLookup& vars) {
+Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Processor& p, const config::VarLookup& vars) {
   engine::OpenAiEngineOptions o;
   const config::LlmProcessor& llm = p.llm;
   if (!llm.endpoint && llm.backend == "openai")
@@ -176,8 +175,8 @@ Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Process
   o.base_url = ep.base_url;
   o.model = ep.model;
   o.mode = ep.mode == "completion" ? engine::OpenAiMode::kCompletion : engine::OpenAiMode::kChat;
-  o.max_concurrency = static_cast<int>(
-      ep.max_concurrency.value_or(IntArg(llm.extra_engine_args, "max_running_requests").value_or(kDefaultMaxConcurrency)));
+  o.max_concurrency = static_cast<int>(ep.max_concurrency.value_or(
+      IntArg(llm.extra_engine_args, "max_running_requests").value_or(kDefaultMaxConcurrency)));
   o.max_concurrency = std::max(1, o.max_concurrency);
   o.timeout_seconds = ep.timeout_seconds;
   o.max_retries = static_cast<int>(ep.max_retries);
@@ -205,14 +204,15 @@ Result<std::vector<std::string>> BuildServerCommand(const config::Processor& p, 
       return std::vector<std::string>{
           "/bin/sh", "-c", SubstituteForShell(llm.server_command[0], {{"{port}", port_s}, {"{model_path}", model}})};
     }
-    for (const auto& a : llm.server_command) argv.push_back(Substitute(Substitute(a, "{port}", port_s), "{model_path}", model));
+    for (const auto& a : llm.server_command)
+      argv.push_back(Substitute(Substitute(a, "{port}", port_s), "{model_path}", model));
     return argv;
   }
   const Value& extra = llm.extra_engine_args;
   std::set<std::string> consumed;
   std::string tp = std::to_string(std::max(1, llm.tp_size));
   if (llm.backend == "sglang") {
-    argv = {"python", "-m", "sglang.launch_server", "--model-path", model, "--host", "127.0.0.1", "--port", port_s,
+    argv = {"python",    "-m", "sglang.launch_server", "--model-path", model, "--host", "127.0.0.1", "--port", port_s,
             "--tp-size", tp};
     if (llm.trust_remote_code) argv.push_back("--trust-remote-code");
     if (llm.disable_custom_all_reduce) argv.push_back("--disable-custom-all-reduce");
@@ -222,28 +222,43 @@ Result<std::vector<std::string>> BuildServerCommand(const config::Processor& p, 
     if (llm.trust_remote_code) argv.push_back("--trust-remote-code");
     if (llm.disable_custom_all_reduce) argv.push_back("--disable-custom-all-reduce");
     // vllm's --chat-template takes a file (or template text), not the template names MMIRAGE configs use.
-    if (llm.chat_template.find('/') != std::string::npos) argv.insert(argv.end(), {"--chat-template", llm.chat_template});
+    if (llm.chat_template.find('/') != std::string::npos)
+      argv.insert(argv.end(), {"--chat-template", llm.chat_template});
     if (auto n = IntArg(extra, "max_running_requests")) argv.insert(argv.end(), {"--max-num-seqs", std::to_string(*n)});
     if (auto n = IntArg(extra, "context_length")) argv.insert(argv.end(), {"--max-model-len", std::to_string(*n)});
     consumed = {"max_running_requests", "context_length"};
   } else if (llm.backend == "llama-server") {
-    int64_t slots = std::max<int64_t>(1, IntArg(extra, "max_running_requests")
-                                             .value_or(IntArg(extra, "n_parallel").value_or(kDefaultLlamaServerSlots)));
-    int64_t per_slot = IntArg(extra, "context_length").value_or(IntArg(extra, "n_ctx_seq").value_or(kDefaultCtxPerSlot));
+    int64_t slots = std::max<int64_t>(
+        1,
+        IntArg(extra, "max_running_requests").value_or(IntArg(extra, "n_parallel").value_or(kDefaultLlamaServerSlots)));
+    int64_t per_slot =
+        IntArg(extra, "context_length").value_or(IntArg(extra, "n_ctx_seq").value_or(kDefaultCtxPerSlot));
     int64_t ctx = IntArg(extra, "n_ctx").value_or(per_slot * slots);
-    argv = {JoinPath(llama_server_dir.empty() ? "." : llama_server_dir, "llama-server"), "-m", model, "--host",
-            "127.0.0.1", "--port", port_s, "-np", std::to_string(slots), "-c", std::to_string(ctx)};
+    argv = {JoinPath(llama_server_dir.empty() ? "." : llama_server_dir, "llama-server"),
+            "-m",
+            model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            port_s,
+            "-np",
+            std::to_string(slots),
+            "-c",
+            std::to_string(ctx)};
     // A template file is passed on; a name (qwen2-vl, llava, ... in MMIRAGE configs) is not one llama-server knows:
     // the GGUF's own template is used.
     if (!llm.chat_template.empty() && llm.chat_template.find('/') != std::string::npos)
       argv.insert(argv.end(), {"--chat-template-file", llm.chat_template});
     if (!llm.mmproj_path.empty() && llm.mmproj_path != kMmprojAuto)
       argv.insert(argv.end(), {"--mmproj", llm.mmproj_path});
-    static const std::vector<std::pair<const char*, const char*>> kRenames = {
-        {"n_batch", "--batch-size"}, {"chunked_prefill_size", "--batch-size"}, {"n_ubatch", "--ubatch-size"},
-        {"n_threads", "--threads"}, {"random_seed", "--seed"}};
+    static const std::vector<std::pair<const char*, const char*>> kRenames = {{"n_batch", "--batch-size"},
+                                                                              {"chunked_prefill_size", "--batch-size"},
+                                                                              {"n_ubatch", "--ubatch-size"},
+                                                                              {"n_threads", "--threads"},
+                                                                              {"random_seed", "--seed"}};
     for (const auto& [key, flag] : kRenames) {
-      if (const Value* v = extra.is_object() ? extra.Find(key) : nullptr) argv.insert(argv.end(), {flag, ScalarText(*v)});
+      if (const Value* v = extra.is_object() ? extra.Find(key) : nullptr)
+        argv.insert(argv.end(), {flag, ScalarText(*v)});
       consumed.insert(key);
     }
     consumed.insert({"max_running_requests", "n_parallel", "context_length", "n_ctx_seq", "n_ctx", "prefix_reuse",

@@ -16,9 +16,9 @@
 namespace mmirage::process::llm {
 
 struct EngineFactoryOptions {
-  std::string state_dir;          // a managed server's log: <state_dir>/shard_<shard_id>/server.log
+  std::string state_dir;  // a managed server's log: <state_dir>/shard_<shard_id>/server.log
   int64_t shard_id = 0;
-  config::VarLookup vars;         // the API key variable (endpoint.api_key_env), HF_*; default: the process env
+  config::VarLookup vars;  // the API key variable (endpoint.api_key_env), HF_*; default: the process env
 };
 
 // Dispatches on processor.llm.backend (see above). Errors: those of the engine it creates, located at the
@@ -49,8 +49,7 @@ Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Process
 // `--mmproj <mmproj_path>` when it is set to a file (CreateManaged resolves "auto" first, see process/llm/mmproj.h).
 // `model_path` is the (resolved) model. Pure.
 Result<std::vector<std::string>> BuildServerCommand(const config::Processor& processor, int port,
-                                                    const std::string& model_path,
-                                                    const std::string& llama_server_dir);
+                                                    const std::string& model_path, const std::string& llama_server_dir);
 
 // Whether `processor` can run in this build, before anything starts: the model file of llama / llama-server
 // (a GGUF path or an hf:// reference), the llama-server binary next to mmirage (or on PATH) unless

@@ -58,8 +58,12 @@ ImageSize SniffImageSize(std::string_view b) {
   auto u8 = [&](size_t i) { return i < b.size() ? static_cast<uint32_t>(static_cast<unsigned char>(b[i])) : 0u; };
   auto be16 = [&](size_t i) { return static_cast<int>((u8(i) << 8) | u8(i + 1)); };
   auto le16 = [&](size_t i) { return static_cast<int>(u8(i) | (u8(i + 1) << 8)); };
-  auto be32 = [&](size_t i) { return static_cast<int>((u8(i) << 24) | (u8(i + 1) << 16) | (u8(i + 2) << 8) | u8(i + 3)); };
-  auto le32 = [&](size_t i) { return static_cast<int>(u8(i) | (u8(i + 1) << 8) | (u8(i + 2) << 16) | (u8(i + 3) << 24)); };
+  auto be32 = [&](size_t i) {
+    return static_cast<int>((u8(i) << 24) | (u8(i + 1) << 16) | (u8(i + 2) << 8) | u8(i + 3));
+  };
+  auto le32 = [&](size_t i) {
+    return static_cast<int>(u8(i) | (u8(i + 1) << 8) | (u8(i + 2) << 16) | (u8(i + 3) << 24));
+  };
   const std::string mime = engine::SniffImageMime(b);
   if (mime == "image/png" && b.size() >= 24) return {be32(16), be32(20)};
   if (mime == "image/gif" && b.size() >= 10) return {le16(6), le16(8)};

@@ -31,9 +31,9 @@ std::string ImagePlaceholder(const std::string& name);
 Value WithImagePlaceholders(const Value& vars, const std::vector<std::string>& image_names);
 
 struct PlacedImages {
-  std::string prompt;                       // placeholders replaced by engine::kImageMarker; unplaced ones first
-  std::vector<engine::ImageInput> images;   // one per marker, in order
-  std::vector<std::string> variables;       // the image variable of each image
+  std::string prompt;                      // placeholders replaced by engine::kImageMarker; unplaced ones first
+  std::vector<engine::ImageInput> images;  // one per marker, in order
+  std::vector<std::string> variables;      // the image variable of each image
 };
 
 // Applies the placement rule to a prompt rendered from WithImagePlaceholders(vars, image_names). Errors

@@ -53,8 +53,8 @@ Result<Value> CheckJsonOutput(std::string_view text, const std::vector<config::S
   auto parsed = ParseJson(Strip(text));
   if (!parsed.ok()) {
     std::string head(text.substr(0, 200));
-    return Status::InvalidArgument("output is not valid JSON (" + parsed.status().message() + "): " +
-                                   ToJson(Value(head)));
+    return Status::InvalidArgument("output is not valid JSON (" + parsed.status().message() +
+                                   "): " + ToJson(Value(head)));
   }
   if (!parsed->is_object()) {
     return Status::InvalidArgument(std::string("output is a JSON ") + parsed->TypeName() + ", expected an object");
@@ -69,8 +69,8 @@ Result<Value> CheckJsonOutput(std::string_view text, const std::vector<config::S
       case config::FieldType::kBool: ok = v->is_bool(); break;
       case config::FieldType::kNumber: ok = v->is_number(); break;
       case config::FieldType::kInt:
-        ok = v->is_int() || (v->is_double() && std::floor(v->as_double()) == v->as_double() &&
-                             std::fabs(v->as_double()) < 9e15);
+        ok = v->is_int() ||
+             (v->is_double() && std::floor(v->as_double()) == v->as_double() && std::fabs(v->as_double()) < 9e15);
         break;
     }
     if (!ok) {
@@ -78,8 +78,8 @@ Result<Value> CheckJsonOutput(std::string_view text, const std::vector<config::S
                                      (f.type == config::FieldType::kInt ? "an " : "a ") + SchemaType(f.type) +
                                      ", got " + ToJson(*v));
     }
-    Value value = (f.type == config::FieldType::kInt && v->is_double()) ? Value(static_cast<int64_t>(v->as_double()))
-                                                                         : *v;
+    Value value =
+        (f.type == config::FieldType::kInt && v->is_double()) ? Value(static_cast<int64_t>(v->as_double())) : *v;
     if (value.is_number()) {
       double x = value.as_number();
       if (f.min && x < *f.min)

@@ -54,7 +54,7 @@ Result<EngineOptionsMapping> MapEngineOptions(const config::Processor& p) {
   std::optional<int64_t> n_ctx_total;
   const Value& extra = p.llm.extra_engine_args;
   static const std::set<std::string> kIgnoredQuietly = {"trust_remote_code", "disable_custom_all_reduce", "tp_size",
-                                                         "model_path"};
+                                                        "model_path"};
   if (extra.is_object()) {
     for (const auto& [k, v] : extra.as_object()) {
       std::string f = "extra_engine_args." + k;

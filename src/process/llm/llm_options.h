@@ -24,7 +24,7 @@ Result<EngineOptionsMapping> MapEngineOptions(const config::Processor& processor
 
 struct SamplingMapping {
   engine::SamplingParams params;
-  Value chat_template_kwargs;         // custom_params.chat_template_kwargs (object) or null
+  Value chat_template_kwargs;  // custom_params.chat_template_kwargs (object) or null
   std::vector<std::string> warnings;
 };
 

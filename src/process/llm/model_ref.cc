@@ -21,8 +21,8 @@ Status Invalid(const std::string& ref, const std::string& why) {
 bool IsHubName(std::string_view s) {
   if (s.empty() || s == "." || s == "..") return false;
   for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                    c == '_' || c == '.';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
     if (!ok) return false;
   }
   return true;
@@ -108,15 +108,15 @@ Result<std::string> ResolveModelPath(Env* env, const std::string& model_path, co
   } else {
     return Status::InvalidArgument("cannot resolve " + model_path + ": neither MMIRAGE_CACHE nor HOME is set");
   }
-  const std::string dest = env->AbsolutePath(
-      JoinPath(cache_root, "hf/" + ref.owner + "/" + ref.repo + "/" + ref.revision + "/" + ref.path));
+  const std::string dest =
+      env->AbsolutePath(JoinPath(cache_root, "hf/" + ref.owner + "/" + ref.repo + "/" + ref.revision + "/" + ref.path));
   if (env->IsRegularFile(dest)) return dest;  // cached: no network
   if (env->FileExists(dest)) return Status::IOError(dest + " (cache of " + model_path + ") is not a file");
 
   std::string endpoint = Lookup(vars, "HF_ENDPOINT").value_or(kDefaultEndpoint);
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
-  const std::string url = endpoint + "/" + ref.owner + "/" + ref.repo + "/resolve/" +
-                          UrlEncode(ref.revision, false) + "/" + UrlEncode(ref.path, true);
+  const std::string url = endpoint + "/" + ref.owner + "/" + ref.repo + "/resolve/" + UrlEncode(ref.revision, false) +
+                          "/" + UrlEncode(ref.path, true);
   std::vector<std::string> headers;
   const std::optional<std::string> token = Lookup(vars, "HF_TOKEN");
   if (token) headers.push_back("Authorization: Bearer " + *token);

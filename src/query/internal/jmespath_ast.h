@@ -51,13 +51,13 @@ struct Node {
 
   NodeType type;
   Comparator op = Comparator::kEq;
-  size_t offset;                       // byte offset of the node's first token in the expression text
-  int64_t index = 0;                   // kIndex
-  std::optional<int64_t> slice[3];     // kSlice: start, stop, step
-  std::string name;                    // kField: key; kFunction: function name
-  Value literal;                       // kLiteral
+  size_t offset;                           // byte offset of the node's first token in the expression text
+  int64_t index = 0;                       // kIndex
+  std::optional<int64_t> slice[3];         // kSlice: start, stop, step
+  std::string name;                        // kField: key; kFunction: function name
+  Value literal;                           // kLiteral
   const FunctionSpec* function = nullptr;  // kFunction: resolved at compile time, never null there
-  std::vector<std::string> keys;       // kMultiSelectHash: one per child
+  std::vector<std::string> keys;           // kMultiSelectHash: one per child
   std::vector<std::unique_ptr<Node>> children;
 };
 

@@ -62,9 +62,9 @@ Result<std::vector<Ref>> SortKeys(std::string_view function, Args args, size_t a
   keys.reserve(a.size());
   for (const Value& element : a) {
     MMIRAGE_ASSIGN_OR_RETURN(Ref key, EvalNode(*args[expref_index].expref, element));
-    const bool ok = keys.empty() ? (key->is_number() || key->is_string())
-                                 : (key->is_number() == keys[0]->is_number() &&
-                                    key->is_string() == keys[0]->is_string());
+    const bool ok = keys.empty()
+                        ? (key->is_number() || key->is_string())
+                        : (key->is_number() == keys[0]->is_number() && key->is_string() == keys[0]->is_string());
     if (!ok) {
       std::string want = keys.empty() ? "number or string" : keys[0]->TypeName();
       return TypeError(function, "expected the expression to return " + want + ", got " + key->TypeName());
@@ -351,9 +351,15 @@ constexpr FunctionSpec kFunctions[] = {
 
 std::string DescribeMask(uint16_t mask) {
   static constexpr std::pair<uint16_t, const char*> kNames[] = {
-      {kTypeNull, "null"},          {kTypeBool, "boolean"},          {kTypeNumber, "number"},
-      {kTypeString, "string"},      {kTypeArray, "array"},           {kTypeObject, "object"},
-      {kTypeExpref, "expression"},  {kTypeArrayNumber, "array of numbers"}, {kTypeArrayString, "array of strings"},
+      {kTypeNull, "null"},
+      {kTypeBool, "boolean"},
+      {kTypeNumber, "number"},
+      {kTypeString, "string"},
+      {kTypeArray, "array"},
+      {kTypeObject, "object"},
+      {kTypeExpref, "expression"},
+      {kTypeArrayNumber, "array of numbers"},
+      {kTypeArrayString, "array of strings"},
   };
   if ((mask & kTypeAny) == kTypeAny) return "any value";
   std::string out;
@@ -372,7 +378,7 @@ bool AllOf(const Value::Array& a, bool (Value::*pred)() const) {
 bool Matches(uint16_t mask, const FunctionArg& arg) {
   if (arg.expref != nullptr) return (mask & kTypeExpref) != 0;
   const Value& v = *arg.value;
-  static constexpr uint16_t kBits[] = {kTypeNull, kTypeBool, kTypeNumber, kTypeNumber,
+  static constexpr uint16_t kBits[] = {kTypeNull,   kTypeBool,  kTypeNumber, kTypeNumber,
                                        kTypeString, kTypeArray, kTypeObject};
   if ((mask & kBits[static_cast<int>(v.type())]) != 0) return true;
   if (!v.is_array()) return false;

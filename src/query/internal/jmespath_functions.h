@@ -35,9 +35,9 @@ using FunctionImpl = Result<Value> (*)(std::span<const FunctionArg> args);
 struct FunctionSpec {
   std::string_view name;
   int min_args;
-  bool variadic;           // any number >= min_args
-  uint16_t arg_types[2];   // TypeMask bits per argument; a variadic function repeats the last one
-  FunctionImpl impl;       // REQUIRES: arity checked, argument types checked against arg_types
+  bool variadic;          // any number >= min_args
+  uint16_t arg_types[2];  // TypeMask bits per argument; a variadic function repeats the last one
+  FunctionImpl impl;      // REQUIRES: arity checked, argument types checked against arg_types
 };
 
 // The function called `name`, nullptr when there is none.

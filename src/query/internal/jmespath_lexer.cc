@@ -49,8 +49,8 @@ class Lexer {
 
   Result<std::vector<Token>> Run() {
     while (true) {
-      while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' ||
-                                     text_[pos_] == '\r')) {
+      while (pos_ < text_.size() &&
+             (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r')) {
         ++pos_;
       }
       if (pos_ >= text_.size()) break;
@@ -170,7 +170,7 @@ Status Lexer::Number() {
 Status Lexer::Quoted(char quote) {
   const size_t close = FindClosing(text_, pos_, quote);
   if (close == std::string_view::npos) {
-    const char* what = quote == '"' ? "unterminated quoted identifier"
+    const char* what = quote == '"'    ? "unterminated quoted identifier"
                        : quote == '\'' ? "unterminated raw string literal"
                                        : "unterminated JSON literal";
     return SyntaxError(text_, pos_, what);
@@ -181,9 +181,7 @@ Status Lexer::Quoted(char quote) {
   std::string_view body = text_.substr(pos_ + 1, close - pos_ - 1);
   if (quote == '"') {
     auto parsed = ParseJson(text_.substr(pos_, close - pos_ + 1));
-    if (!parsed.ok() || !parsed->is_string()) {
-      return SyntaxError(text_, pos_, "invalid quoted identifier");
-    }
+    if (!parsed.ok() || !parsed->is_string()) { return SyntaxError(text_, pos_, "invalid quoted identifier"); }
     t.type = Tok::kQuotedIdentifier;
     t.value = std::move(*parsed);
   } else if (quote == '\'') {

@@ -294,9 +294,9 @@ Result<NodePtr> Parser::IndexOrSlice(NodePtr left) {
     MMIRAGE_TRY(Match(Tok::kRBracket, "']'"));
   }
   const bool is_slice = access->type == NodeType::kSlice;
-  NodePtr indexed =
-      left->type == NodeType::kCurrent ? std::move(access)
-                                       : MakeBinary(NodeType::kSubexpression, std::move(left), std::move(access));
+  NodePtr indexed = left->type == NodeType::kCurrent
+                        ? std::move(access)
+                        : MakeBinary(NodeType::kSubexpression, std::move(left), std::move(access));
   if (!is_slice) return indexed;
   MMIRAGE_ASSIGN_OR_RETURN(NodePtr right, ProjectionRhs(BindingPower(Tok::kStar)));
   return MakeBinary(NodeType::kProjection, std::move(indexed), std::move(right));
@@ -369,8 +369,8 @@ Result<NodePtr> Parser::FunctionCall(NodePtr name, const Token& lparen) {
   if (function_error_.ok()) {
     const int column = ColumnOf(text_, n->offset);
     if (n->function == nullptr) {
-      function_error_ = Status::InvalidArgument("unknown function '" + n->name + "()' at column " +
-                                                std::to_string(column));
+      function_error_ =
+          Status::InvalidArgument("unknown function '" + n->name + "()' at column " + std::to_string(column));
     } else {
       Status arity = CheckArity(*n->function, n->children.size());
       if (!arity.ok()) {
@@ -431,8 +431,8 @@ Result<NodePtr> Parse(std::string_view text) {
   MMIRAGE_ASSIGN_OR_RETURN(NodePtr root, Parser(text, std::move(tokens)).Run());
   if (root) {
     if (auto at = TooDeepAt(*root)) {
-      return SyntaxError(text, *at, "expression nested too deeply (the limit is " + std::to_string(kMaxTreeDepth) +
-                                        " levels)");
+      return SyntaxError(text, *at,
+                         "expression nested too deeply (the limit is " + std::to_string(kMaxTreeDepth) + " levels)");
     }
   }
   return root;

@@ -22,8 +22,26 @@ struct FilterDef;
 struct TestDef;
 
 enum class ExprKind : uint8_t {
-  kLiteral, kName, kList, kTuple, kDict, kGetattr, kGetitem, kSlice, kCall, kFilter, kTest,
-  kNeg, kPos, kNot, kBinary, kCompare, kAnd, kOr, kConcat, kCond,
+  kLiteral,
+  kName,
+  kList,
+  kTuple,
+  kDict,
+  kGetattr,
+  kGetitem,
+  kSlice,
+  kCall,
+  kFilter,
+  kTest,
+  kNeg,
+  kPos,
+  kNot,
+  kBinary,
+  kCompare,
+  kAnd,
+  kOr,
+  kConcat,
+  kCond,
 };
 enum class BinOp : uint8_t { kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow };
 enum class CmpOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kIn, kNotIn };
@@ -45,7 +63,7 @@ struct Expr {
 
   ExprKind kind = ExprKind::kLiteral;
   BinOp bin_op = BinOp::kAdd;
-  bool negated = false;  // kTest: `is not`
+  bool negated = false;        // kTest: `is not`
   bool tuple_literal = false;  // kLiteral holding a tuple
   int line = 0;
   Value literal;
@@ -85,8 +103,19 @@ struct Program {
   Body body;
 };
 
-enum class TokenType : uint8_t { kData, kVarBegin, kVarEnd, kBlockBegin, kBlockEnd, kName, kString, kInt, kFloat,
-                                 kOp, kEof };
+enum class TokenType : uint8_t {
+  kData,
+  kVarBegin,
+  kVarEnd,
+  kBlockBegin,
+  kBlockEnd,
+  kName,
+  kString,
+  kInt,
+  kFloat,
+  kOp,
+  kEof
+};
 struct Token {
   TokenType type;
   int line;

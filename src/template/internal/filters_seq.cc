@@ -50,9 +50,9 @@ bool ParsePyInt(std::string_view text, int base, int64_t* out, bool* overflow) {
       last_us = true;
       continue;
     }
-    int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+    int d = std::isdigit(static_cast<unsigned char>(c))   ? c - '0'
             : std::isalpha(static_cast<unsigned char>(c)) ? std::tolower(static_cast<unsigned char>(c)) - 'a' + 10
-                                                            : 99;
+                                                          : 99;
     if (d >= base) return false;
     if (mag > (UINT64_MAX - d) / base) {
       *overflow = true;
@@ -546,12 +546,28 @@ Result<Val> FAttr(Val s, CallArgs& a) {
 }  // namespace
 
 const std::vector<FilterDef>& SequenceFilters() {
-  static const std::vector<FilterDef> kFilters = {
-      {"list", FList}, {"length", FLength}, {"count", FLength}, {"join", FJoin}, {"first", FFirst},
-      {"last", FLast}, {"reverse", FReverse}, {"sort", FSort}, {"unique", FUnique}, {"min", FMin},
-      {"max", FMax}, {"sum", FSum}, {"map", FMap}, {"select", FSelect}, {"reject", FReject},
-      {"selectattr", FSelectattr}, {"rejectattr", FRejectattr}, {"batch", FBatch}, {"slice", FSlice},
-      {"dictsort", FDictsort}, {"items", FItems}, {"attr", FAttr}};
+  static const std::vector<FilterDef> kFilters = {{"list", FList},
+                                                  {"length", FLength},
+                                                  {"count", FLength},
+                                                  {"join", FJoin},
+                                                  {"first", FFirst},
+                                                  {"last", FLast},
+                                                  {"reverse", FReverse},
+                                                  {"sort", FSort},
+                                                  {"unique", FUnique},
+                                                  {"min", FMin},
+                                                  {"max", FMax},
+                                                  {"sum", FSum},
+                                                  {"map", FMap},
+                                                  {"select", FSelect},
+                                                  {"reject", FReject},
+                                                  {"selectattr", FSelectattr},
+                                                  {"rejectattr", FRejectattr},
+                                                  {"batch", FBatch},
+                                                  {"slice", FSlice},
+                                                  {"dictsort", FDictsort},
+                                                  {"items", FItems},
+                                                  {"attr", FAttr}};
   return kFilters;
 }
 

@@ -34,7 +34,8 @@ Status CheckArgs(const CallArgs& args, std::string_view fn, size_t max_pos,
     for (auto k : keywords) {
       if (k == kv.first) {
         ok = true;
-        if (idx < args.pos.size()) return Err(std::string(fn) + "() got multiple values for argument '" + kv.first + "'");
+        if (idx < args.pos.size())
+          return Err(std::string(fn) + "() got multiple values for argument '" + kv.first + "'");
       }
       ++idx;
     }
@@ -249,7 +250,8 @@ std::vector<std::u32string> Wrap(const std::u32string& text, int64_t width, bool
     bool ws = IsSpaceCp(text[i]);
     while (j < text.size() && IsSpaceCp(text[j]) == ws) {
       if (!ws && hyphens && text[j] == '-' && j > i &&
-          ((letter(j - 1) && j >= 2 && letter(j - 2)) || (letter(j - 1) && j >= 3 && text[j - 2] == '-' && letter(j - 3))) &&
+          ((letter(j - 1) && j >= 2 && letter(j - 2)) ||
+           (letter(j - 1) && j >= 3 && text[j - 2] == '-' && letter(j - 3))) &&
           letter(j + 1) && (letter(j + 2) || (j + 3 < text.size() && text[j + 2] == '-' && letter(j + 3)))) {
         ++j;
         break;
@@ -395,10 +397,18 @@ Result<Val> FSafe(Val s, CallArgs& a) {
 }
 
 std::string HtmlUnescape(const std::string& s) {
-  static const std::pair<const char*, const char*> kEntities[] = {
-      {"amp", "&"}, {"lt", "<"}, {"gt", ">"}, {"quot", "\""}, {"apos", "'"}, {"nbsp", "\xC2\xA0"},
-      {"copy", "\xC2\xA9"}, {"reg", "\xC2\xAE"}, {"hellip", "\xE2\x80\xA6"}, {"mdash", "\xE2\x80\x94"},
-      {"ndash", "\xE2\x80\x93"}, {"euro", "\xE2\x82\xAC"}};
+  static const std::pair<const char*, const char*> kEntities[] = {{"amp", "&"},
+                                                                  {"lt", "<"},
+                                                                  {"gt", ">"},
+                                                                  {"quot", "\""},
+                                                                  {"apos", "'"},
+                                                                  {"nbsp", "\xC2\xA0"},
+                                                                  {"copy", "\xC2\xA9"},
+                                                                  {"reg", "\xC2\xAE"},
+                                                                  {"hellip", "\xE2\x80\xA6"},
+                                                                  {"mdash", "\xE2\x80\x94"},
+                                                                  {"ndash", "\xE2\x80\x93"},
+                                                                  {"euro", "\xE2\x82\xAC"}};
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] != '&') {
@@ -621,9 +631,7 @@ Result<Val> FDefault(Val s, CallArgs& a) {
   MMIRAGE_TRY(CheckArgs(a, "default", 2, {"default_value", "boolean"}));
   const Val* d = Arg(a, 0, "default_value");
   const Val* b = Arg(a, 1, "boolean");
-  if (s.is_undefined() || (b != nullptr && Truthy(*b) && !Truthy(s))) {
-    return d ? d->Owned() : Val(Value(""));
-  }
+  if (s.is_undefined() || (b != nullptr && Truthy(*b) && !Truthy(s))) { return d ? d->Owned() : Val(Value("")); }
   return s;
 }
 
@@ -637,12 +645,10 @@ Result<bool> TNumber(const Val& v, CallArgs&) { return IsVal(v) && IsNumLike(v.v
 Result<bool> TInteger(const Val& v, CallArgs&) { return IsVal(v) && v.v().is_int(); }
 Result<bool> TFloat(const Val& v, CallArgs&) { return IsVal(v) && v.v().is_double(); }
 Result<bool> TString(const Val& v, CallArgs&) { return IsVal(v) && v.v().is_string(); }
-Result<bool> TMapping(const Val& v, CallArgs&) {
-  return IsVal(v) && v.v().is_object() && v.shape != Shape::kNamespace;
-}
+Result<bool> TMapping(const Val& v, CallArgs&) { return IsVal(v) && v.v().is_object() && v.shape != Shape::kNamespace; }
 Result<bool> TIterable(const Val& v, CallArgs&) {
-  return v.is_undefined() || (IsVal(v) && (v.v().is_string() || v.v().is_array() ||
-                                           (v.v().is_object() && v.shape != Shape::kNamespace)));
+  return v.is_undefined() ||
+         (IsVal(v) && (v.v().is_string() || v.v().is_array() || (v.v().is_object() && v.shape != Shape::kNamespace)));
 }
 Result<bool> TSequence(const Val& v, CallArgs&) {
   if (v.is_undefined()) return true;  // Undefined defines __len__ and __getitem__
@@ -717,31 +723,77 @@ Result<bool> TFilter(const Val& v, CallArgs&) { return v.v().is_string() && Find
 Result<bool> TTest(const Val& v, CallArgs&) { return v.v().is_string() && FindTest(v.v().as_string()) != nullptr; }
 
 const std::vector<TestDef>& Tests() {
-  static const std::vector<TestDef> kTests = {
-      {"defined", TDefined}, {"undefined", TUndefined}, {"none", TNone}, {"number", TNumber},
-      {"integer", TInteger}, {"float", TFloat}, {"string", TString}, {"mapping", TMapping},
-      {"iterable", TIterable}, {"sequence", TSequence}, {"boolean", TBoolean}, {"true", TTrue},
-      {"false", TFalse}, {"callable", TCallable}, {"escaped", TEscaped}, {"even", TEven}, {"odd", TOdd},
-      {"divisibleby", TDivisibleby}, {"eq", TCompare<CmpOp::kEq>}, {"equalto", TCompare<CmpOp::kEq>},
-      {"==", TCompare<CmpOp::kEq>}, {"ne", TCompare<CmpOp::kNe>}, {"!=", TCompare<CmpOp::kNe>},
-      {"lt", TCompare<CmpOp::kLt>}, {"lessthan", TCompare<CmpOp::kLt>}, {"<", TCompare<CmpOp::kLt>},
-      {"gt", TCompare<CmpOp::kGt>}, {"greaterthan", TCompare<CmpOp::kGt>}, {">", TCompare<CmpOp::kGt>},
-      {"le", TCompare<CmpOp::kLe>}, {"<=", TCompare<CmpOp::kLe>}, {"ge", TCompare<CmpOp::kGe>},
-      {">=", TCompare<CmpOp::kGe>}, {"in", TIn}, {"upper", TUpper}, {"lower", TLower}, {"sameas", TSameas},
-      {"filter", TFilter}, {"test", TTest}};
+  static const std::vector<TestDef> kTests = {{"defined", TDefined},
+                                              {"undefined", TUndefined},
+                                              {"none", TNone},
+                                              {"number", TNumber},
+                                              {"integer", TInteger},
+                                              {"float", TFloat},
+                                              {"string", TString},
+                                              {"mapping", TMapping},
+                                              {"iterable", TIterable},
+                                              {"sequence", TSequence},
+                                              {"boolean", TBoolean},
+                                              {"true", TTrue},
+                                              {"false", TFalse},
+                                              {"callable", TCallable},
+                                              {"escaped", TEscaped},
+                                              {"even", TEven},
+                                              {"odd", TOdd},
+                                              {"divisibleby", TDivisibleby},
+                                              {"eq", TCompare<CmpOp::kEq>},
+                                              {"equalto", TCompare<CmpOp::kEq>},
+                                              {"==", TCompare<CmpOp::kEq>},
+                                              {"ne", TCompare<CmpOp::kNe>},
+                                              {"!=", TCompare<CmpOp::kNe>},
+                                              {"lt", TCompare<CmpOp::kLt>},
+                                              {"lessthan", TCompare<CmpOp::kLt>},
+                                              {"<", TCompare<CmpOp::kLt>},
+                                              {"gt", TCompare<CmpOp::kGt>},
+                                              {"greaterthan", TCompare<CmpOp::kGt>},
+                                              {">", TCompare<CmpOp::kGt>},
+                                              {"le", TCompare<CmpOp::kLe>},
+                                              {"<=", TCompare<CmpOp::kLe>},
+                                              {"ge", TCompare<CmpOp::kGe>},
+                                              {">=", TCompare<CmpOp::kGe>},
+                                              {"in", TIn},
+                                              {"upper", TUpper},
+                                              {"lower", TLower},
+                                              {"sameas", TSameas},
+                                              {"filter", TFilter},
+                                              {"test", TTest}};
   return kTests;
 }
 
 }  // namespace
 
 const std::vector<FilterDef>& StringFilters() {
-  static const std::vector<FilterDef> kFilters = {
-      {"upper", FUpper}, {"lower", FLower}, {"title", FTitle}, {"capitalize", FCapitalize}, {"trim", FTrim},
-      {"replace", FReplace}, {"center", FCenter}, {"wordcount", FWordcount}, {"truncate", FTruncate},
-      {"indent", FIndent}, {"wordwrap", FWordwrap}, {"format", FFormat}, {"string", FString},
-      {"e", FEscape}, {"escape", FEscape}, {"forceescape", FForceEscape}, {"safe", FSafe},
-      {"striptags", FStriptags}, {"urlencode", FUrlencode}, {"tojson", FTojson}, {"int", FInt},
-      {"float", FFloat}, {"abs", FAbs}, {"round", FRound}, {"default", FDefault}, {"d", FDefault}};
+  static const std::vector<FilterDef> kFilters = {{"upper", FUpper},
+                                                  {"lower", FLower},
+                                                  {"title", FTitle},
+                                                  {"capitalize", FCapitalize},
+                                                  {"trim", FTrim},
+                                                  {"replace", FReplace},
+                                                  {"center", FCenter},
+                                                  {"wordcount", FWordcount},
+                                                  {"truncate", FTruncate},
+                                                  {"indent", FIndent},
+                                                  {"wordwrap", FWordwrap},
+                                                  {"format", FFormat},
+                                                  {"string", FString},
+                                                  {"e", FEscape},
+                                                  {"escape", FEscape},
+                                                  {"forceescape", FForceEscape},
+                                                  {"safe", FSafe},
+                                                  {"striptags", FStriptags},
+                                                  {"urlencode", FUrlencode},
+                                                  {"tojson", FTojson},
+                                                  {"int", FInt},
+                                                  {"float", FFloat},
+                                                  {"abs", FAbs},
+                                                  {"round", FRound},
+                                                  {"default", FDefault},
+                                                  {"d", FDefault}};
   return kFilters;
 }
 

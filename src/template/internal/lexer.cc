@@ -29,9 +29,7 @@ class Lexer {
   explicit Lexer(std::string src) : src_(std::move(src)) {}
 
   // The error behind Run's `failure`.
-  TemplateError error(const Status& failure) const {
-    return error_.value_or(TemplateError{line_, failure.message()});
-  }
+  TemplateError error(const Status& failure) const { return error_.value_or(TemplateError{line_, failure.message()}); }
 
   Result<std::vector<Token>> Run() {
     bool lstrip_next = false;
@@ -209,7 +207,8 @@ class Lexer {
     bool after_dot = s > 0 && src_[s - 1] == '.';
     size_t p = s;
     // 0x / 0o / 0b prefixed integers
-    if (src_[p] == '0' && p + 1 < src_.size() && std::string_view("xXoObB").find(src_[p + 1]) != std::string_view::npos) {
+    if (src_[p] == '0' && p + 1 < src_.size() &&
+        std::string_view("xXoObB").find(src_[p + 1]) != std::string_view::npos) {
       int base = (src_[p + 1] == 'x' || src_[p + 1] == 'X') ? 16 : (src_[p + 1] == 'o' || src_[p + 1] == 'O') ? 8 : 2;
       size_t q = p + 2;
       std::string digs;
@@ -290,7 +289,9 @@ class Lexer {
         case 'f': out.push_back('\f'); break;
         case 'v': out.push_back('\v'); break;
         case '\n': ++line_; break;
-        case 'x': case 'u': case 'U': {
+        case 'x':
+        case 'u':
+        case 'U': {
           size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
           uint32_t cp = 0;
           auto r = std::from_chars(src_.data() + p, src_.data() + std::min(src_.size(), p + n), cp, 16);
@@ -304,7 +305,8 @@ class Lexer {
         default:
           if (e >= '0' && e <= '7') {
             uint32_t cp = e - '0';
-            for (int k = 0; k < 2 && p < src_.size() && src_[p] >= '0' && src_[p] <= '7'; ++k) cp = cp * 8 + (src_[p++] - '0');
+            for (int k = 0; k < 2 && p < src_.size() && src_[p] >= '0' && src_[p] <= '7'; ++k)
+              cp = cp * 8 + (src_[p++] - '0');
             AppendCp(cp, &out);
           } else {
             out.push_back('\\');

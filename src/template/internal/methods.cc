@@ -9,10 +9,10 @@
 namespace mmirage::tmpl::internal {
 namespace {
 
-constexpr std::string_view kDictMethods[] = {"items", "keys", "values", "get", "copy", "pop", "update",
-                                             "setdefault", "clear", "popitem", "fromkeys"};
-constexpr std::string_view kListMethods[] = {"index", "count", "copy", "append", "extend", "pop", "insert",
-                                             "remove", "reverse", "sort", "clear"};
+constexpr std::string_view kDictMethods[] = {"items",  "keys",       "values", "get",     "copy",    "pop",
+                                             "update", "setdefault", "clear",  "popitem", "fromkeys"};
+constexpr std::string_view kListMethods[] = {"index",  "count",  "copy",    "append", "extend", "pop",
+                                             "insert", "remove", "reverse", "sort",   "clear"};
 
 template <size_t N>
 bool In(const std::string_view (&list)[N], std::string_view name) {
@@ -44,9 +44,7 @@ Val ListOfStrings(const std::vector<std::string>& parts) {
 }
 
 std::u32string Strip(const std::u32string& s, const std::u32string* chars, bool left, bool right) {
-  auto strip = [&](char32_t c) {
-    return chars ? chars->find(c) != std::u32string::npos : IsSpaceCp(c);
-  };
+  auto strip = [&](char32_t c) { return chars ? chars->find(c) != std::u32string::npos : IsSpaceCp(c); };
   size_t b = 0, e = s.size();
   if (left) {
     while (b < e && strip(s[b])) ++b;
@@ -150,7 +148,9 @@ std::string Justify(const std::u32string& s, int64_t width, char32_t fill, char 
   return FromU32(r);
 }
 
-int64_t CpIndex(const std::string& s, size_t byte_pos) { return static_cast<int64_t>(CpCount(std::string_view(s).substr(0, byte_pos))); }
+int64_t CpIndex(const std::string& s, size_t byte_pos) {
+  return static_cast<int64_t>(CpCount(std::string_view(s).substr(0, byte_pos)));
+}
 
 // One call of a str method: the string, the method's name and its arguments.
 struct StrCall {
@@ -171,9 +171,7 @@ struct StrCall {
 
 bool IsNone(const Val* v) { return v == nullptr || (v->kind == Kind::kValue && v->v().is_null()); }
 
-Status IntArgError(const Val& v) {
-  return Err("'" + PyTypeName(v) + "' object cannot be interpreted as an integer");
-}
+Status IntArgError(const Val& v) { return Err("'" + PyTypeName(v) + "' object cannot be interpreted as an integer"); }
 
 // format: Python's str.format.
 Result<Val> StrFormatMethod(const StrCall& c) {
@@ -209,8 +207,8 @@ Result<Val> StrStripMethod(const StrCall& c) {
     MMIRAGE_ASSIGN_OR_RETURN(std::string cs, StrArg(*chars_arg, "strip arg"));
     chars = ToU32(cs);
   }
-  return StrVal(FromU32(Strip(ToU32(c.s), IsNone(chars_arg) ? nullptr : &chars, c.name != "rstrip",
-                              c.name != "lstrip")));
+  return StrVal(
+      FromU32(Strip(ToU32(c.s), IsNone(chars_arg) ? nullptr : &chars, c.name != "rstrip", c.name != "lstrip")));
 }
 
 // split, rsplit([sep[, maxsplit]]): a list of the parts.
@@ -433,20 +431,45 @@ Result<Val> StrClassPredicate(const StrCall& c) {
 using StrMethodFn = Result<Val> (*)(const StrCall&);
 
 // Every str method templates may call, by name.
-constexpr std::pair<std::string_view, StrMethodFn> kStrMethods[] = {
-    {"upper", StrCaseMethod},         {"lower", StrCaseMethod},          {"title", StrCaseMethod},
-    {"capitalize", StrCaseMethod},    {"swapcase", StrCaseMethod},       {"casefold", StrCaseMethod},
-    {"strip", StrStripMethod},        {"lstrip", StrStripMethod},        {"rstrip", StrStripMethod},
-    {"split", StrSplitMethod},        {"rsplit", StrSplitMethod},        {"splitlines", StrSplitLinesMethod},
-    {"replace", StrReplaceMethod},    {"startswith", StrAffixMethod},    {"endswith", StrAffixMethod},
-    {"join", StrJoinMethod},          {"format", StrFormatMethod},       {"count", StrSearchMethod},
-    {"find", StrSearchMethod},        {"rfind", StrSearchMethod},        {"index", StrSearchMethod},
-    {"rindex", StrSearchMethod},      {"zfill", StrPadMethod},           {"center", StrPadMethod},
-    {"ljust", StrPadMethod},          {"rjust", StrPadMethod},           {"isdigit", StrClassPredicate},
-    {"isdecimal", StrClassPredicate}, {"isnumeric", StrClassPredicate},  {"isalpha", StrClassPredicate},
-    {"isalnum", StrClassPredicate},   {"isspace", StrClassPredicate},    {"isupper", StrCasePredicate},
-    {"islower", StrCasePredicate},    {"istitle", StrCasePredicate},     {"partition", StrPartitionMethod},
-    {"rpartition", StrPartitionMethod}, {"removeprefix", StrAffixMethod}, {"removesuffix", StrAffixMethod}};
+constexpr std::pair<std::string_view, StrMethodFn> kStrMethods[] = {{"upper", StrCaseMethod},
+                                                                    {"lower", StrCaseMethod},
+                                                                    {"title", StrCaseMethod},
+                                                                    {"capitalize", StrCaseMethod},
+                                                                    {"swapcase", StrCaseMethod},
+                                                                    {"casefold", StrCaseMethod},
+                                                                    {"strip", StrStripMethod},
+                                                                    {"lstrip", StrStripMethod},
+                                                                    {"rstrip", StrStripMethod},
+                                                                    {"split", StrSplitMethod},
+                                                                    {"rsplit", StrSplitMethod},
+                                                                    {"splitlines", StrSplitLinesMethod},
+                                                                    {"replace", StrReplaceMethod},
+                                                                    {"startswith", StrAffixMethod},
+                                                                    {"endswith", StrAffixMethod},
+                                                                    {"join", StrJoinMethod},
+                                                                    {"format", StrFormatMethod},
+                                                                    {"count", StrSearchMethod},
+                                                                    {"find", StrSearchMethod},
+                                                                    {"rfind", StrSearchMethod},
+                                                                    {"index", StrSearchMethod},
+                                                                    {"rindex", StrSearchMethod},
+                                                                    {"zfill", StrPadMethod},
+                                                                    {"center", StrPadMethod},
+                                                                    {"ljust", StrPadMethod},
+                                                                    {"rjust", StrPadMethod},
+                                                                    {"isdigit", StrClassPredicate},
+                                                                    {"isdecimal", StrClassPredicate},
+                                                                    {"isnumeric", StrClassPredicate},
+                                                                    {"isalpha", StrClassPredicate},
+                                                                    {"isalnum", StrClassPredicate},
+                                                                    {"isspace", StrClassPredicate},
+                                                                    {"isupper", StrCasePredicate},
+                                                                    {"islower", StrCasePredicate},
+                                                                    {"istitle", StrCasePredicate},
+                                                                    {"partition", StrPartitionMethod},
+                                                                    {"rpartition", StrPartitionMethod},
+                                                                    {"removeprefix", StrAffixMethod},
+                                                                    {"removesuffix", StrAffixMethod}};
 
 // The str method called `name`, or nullptr.
 StrMethodFn FindStrMethod(std::string_view name) {

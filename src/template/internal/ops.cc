@@ -171,7 +171,6 @@ const char* TypeNameOf(const Value& v) {
 }
 }  // namespace
 
-
 namespace {
 Result<int> PyCmpAt(const Value& a, const Value& b, std::string_view op, int depth) {
   if (depth > kMaxValueDepth) return TooDeepValue();
@@ -203,8 +202,8 @@ Result<int> PyCmpAt(const Value& a, const Value& b, std::string_view op, int dep
 namespace {
 
 Status Unsupported(const char* op, const Val& a, const Val& b) {
-  return Err(std::string("unsupported operand type(s) for ") + op + ": '" + PyTypeName(a) + "' and '" +
-             PyTypeName(b) + "'");
+  return Err(std::string("unsupported operand type(s) for ") + op + ": '" + PyTypeName(a) + "' and '" + PyTypeName(b) +
+             "'");
 }
 Status Overflow() { return Err("integer overflow (Python would produce a big integer)"); }
 
@@ -325,7 +324,8 @@ Result<Val> BinaryOp(int op_int, const Val& a, const Val& b) {
         return Err("can't multiply sequence by non-int of type '" + PyTypeName(b) + "'");
       }
       if (x.is_string() || x.is_array() || y.is_string() || y.is_array()) {
-        return Err("can't multiply sequence by non-int of type '" + PyTypeName(x.is_string() || x.is_array() ? b : a) + "'");
+        return Err("can't multiply sequence by non-int of type '" + PyTypeName(x.is_string() || x.is_array() ? b : a) +
+                   "'");
       }
       return Unsupported(name, a, b);
     case BinOp::kDiv:

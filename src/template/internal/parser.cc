@@ -164,9 +164,7 @@ class Parser {
       int line = Cur().line;
       MMIRAGE_ASSIGN_OR_RETURN(ExprPtr chain, ParseFilterChain(nullptr));
       // `{% filter %}` without a name (Jinja: "expected token 'name'").
-      if (chain == nullptr) {
-        return FailAt(line, "expected a filter name after 'filter'");
-      }
+      if (chain == nullptr) { return FailAt(line, "expected a filter name after 'filter'"); }
       s->exprs.push_back(std::move(chain));
       MMIRAGE_TRY(ExpectBlockEnd());
       MMIRAGE_TRY(ParseBodyUntil({"endfilter"}, s.get()));
@@ -292,9 +290,7 @@ class Parser {
     if (s->tuple_target) return Unexpected("'='");
     s->kind = StmtKind::kSetBlock;
     ExprPtr chain;
-    if (IsOp("|")) {
-      MMIRAGE_ASSIGN_OR_RETURN(chain, ParseFilterChain(nullptr));
-    }
+    if (IsOp("|")) { MMIRAGE_ASSIGN_OR_RETURN(chain, ParseFilterChain(nullptr)); }
     s->exprs.push_back(std::move(chain));
     MMIRAGE_TRY(ExpectBlockEnd());
     return ParseBodyUntil({"endset"}, s);
@@ -344,9 +340,7 @@ class Parser {
     }
     auto e = NewExpr(ExprKind::kFilter, line);
     e->filter = FindFilter(name);
-    if (e->filter == nullptr) {
-      return FailAt(line, "no filter named '" + name + "'");
-    }
+    if (e->filter == nullptr) { return FailAt(line, "no filter named '" + name + "'"); }
     e->name = name;
     e->args.push_back(std::move(subject));
     if (IsOp("(")) MMIRAGE_TRY(ParseCallArgs(e.get()));
@@ -388,8 +382,7 @@ class Parser {
         if (!IsOp(",")) break;
         ++pos_;
         is_tuple = true;
-        if (Cur().type == TokenType::kVarEnd || Cur().type == TokenType::kBlockEnd || IsOp(")") ||
-            IsName("if")) {
+        if (Cur().type == TokenType::kVarEnd || Cur().type == TokenType::kBlockEnd || IsOp(")") || IsName("if")) {
           break;
         }
       }
@@ -580,9 +573,7 @@ class Parser {
       MMIRAGE_ASSIGN_OR_RETURN(e, ParsePrimary());
     }
     MMIRAGE_ASSIGN_OR_RETURN(e, ParsePostfix(std::move(e)));
-    if (with_filter) {
-      MMIRAGE_ASSIGN_OR_RETURN(e, ParseFilterExpr(std::move(e)));
-    }
+    if (with_filter) { MMIRAGE_ASSIGN_OR_RETURN(e, ParseFilterExpr(std::move(e))); }
     return e;
   }
 
@@ -752,10 +743,9 @@ Result<ExprPtr> Parser::ParseTest(ExprPtr e) {
     MMIRAGE_TRY(ParseCallArgs(t.get()));
   } else {
     const Token& c = Cur();
-    bool arg_follows =
-        c.type == TokenType::kString || c.type == TokenType::kInt || c.type == TokenType::kFloat ||
-        (c.type == TokenType::kName && c.text != "else" && c.text != "or" && c.text != "and") ||
-        (c.type == TokenType::kOp && (c.text == "(" || c.text == "[" || c.text == "{"));
+    bool arg_follows = c.type == TokenType::kString || c.type == TokenType::kInt || c.type == TokenType::kFloat ||
+                       (c.type == TokenType::kName && c.text != "else" && c.text != "or" && c.text != "and") ||
+                       (c.type == TokenType::kOp && (c.text == "(" || c.text == "[" || c.text == "{"));
     if (c.type == TokenType::kName && c.text == "is") arg_follows = false;
     if (arg_follows) {
       MMIRAGE_ASSIGN_OR_RETURN(ExprPtr arg, ParsePrimary());
@@ -842,8 +832,8 @@ std::variant<std::unique_ptr<Program>, TemplateError> ParseProgram(std::vector<T
   if (!program.ok()) return parser.error(program.status());
   int line = 0;
   if (MaxExprDepth((*program)->body, kMaxExprTreeDepth, &line) > kMaxExprTreeDepth) {
-    return TemplateError{line, "expression nested too deeply (the limit is " + std::to_string(kMaxExprTreeDepth) +
-                                   " levels)"};
+    return TemplateError{
+        line, "expression nested too deeply (the limit is " + std::to_string(kMaxExprTreeDepth) + " levels)"};
   }
   return std::move(*program);
 }

@@ -269,7 +269,9 @@ Result<std::string> FormatPercentOne(char type, const Val& arg, const Spec& sp) 
   const Value& v = arg.v();
   bool is_val = arg.kind == Kind::kValue;
   switch (type) {
-    case 's': case 'r': case 'a': {
+    case 's':
+    case 'r':
+    case 'a': {
       std::string s;
       if (type == 's') {
         AppendStr(arg, &s);
@@ -286,7 +288,12 @@ Result<std::string> FormatPercentOne(char type, const Val& arg, const Spec& sp) 
       p.zero = false;
       return Pad(s, p, false, 0);
     }
-    case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': {
+    case 'd':
+    case 'i':
+    case 'u':
+    case 'x':
+    case 'X':
+    case 'o': {
       int64_t i;
       if (is_val && IsIntLike(v)) {
         i = IntOf(v);
@@ -295,8 +302,8 @@ Result<std::string> FormatPercentOne(char type, const Val& arg, const Spec& sp) 
         if (std::fabs(v.as_double()) >= 9.2e18) return Err("integer overflow");
         i = static_cast<int64_t>(v.as_double());
       } else {
-        return Err(std::string("%") + type + " format: " +
-                   (type == 'd' || type == 'i' || type == 'u' ? "a real number" : "an integer") +
+        return Err(std::string("%") + type +
+                   " format: " + (type == 'd' || type == 'i' || type == 'u' ? "a real number" : "an integer") +
                    " is required, not " + PyTypeName(arg));
       }
       uint64_t mag = i < 0 ? static_cast<uint64_t>(0) - static_cast<uint64_t>(i) : static_cast<uint64_t>(i);
@@ -307,7 +314,12 @@ Result<std::string> FormatPercentOne(char type, const Val& arg, const Spec& sp) 
       if (sp.alt && base != 10) sign += base == 16 ? (type == 'X' ? "0X" : "0x") : "0o";
       return Pad(sign + digits, sp, true, sign.size());
     }
-    case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': {
+    case 'e':
+    case 'E':
+    case 'f':
+    case 'F':
+    case 'g':
+    case 'G': {
       if (!is_val || !IsNumLike(v)) return Err("must be real number, not " + PyTypeName(arg));
       std::string f = "%";
       if (sp.left) f += '-';
@@ -332,8 +344,7 @@ Result<std::string> FormatPercentOne(char type, const Val& arg, const Spec& sp) 
       if (is_val && v.is_string() && CpCount(v.as_string()) == 1) return Pad(v.as_string(), sp, false, 0);
       return Err("%c requires int or char");
     }
-    default:
-      return Err(std::string("unsupported format character '") + type + "'");
+    default: return Err(std::string("unsupported format character '") + type + "'");
   }
 }
 
@@ -341,8 +352,8 @@ Result<std::string> FormatPercentOne(char type, const Val& arg, const Spec& sp) 
 
 Result<std::string> PercentFormat(std::string_view fmt, const Val& args) {
   std::vector<Val> items;
-  bool mapping = args.kind == Kind::kValue && args.shape != Shape::kTuple &&
-                 (args.v().is_object() || args.v().is_array());
+  bool mapping =
+      args.kind == Kind::kValue && args.shape != Shape::kTuple && (args.v().is_object() || args.v().is_array());
   if (args.kind == Kind::kValue && args.shape == Shape::kTuple && args.v().is_array()) {
     for (const Value& e : args.v().as_array()) items.push_back(Val::Borrow(e));
   } else {

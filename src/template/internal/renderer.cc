@@ -92,7 +92,8 @@ Status Renderer::AssignTargets(const std::vector<std::string>& targets, bool tup
 }
 
 Status Renderer::Exec(const Body& body, std::string* out) {
-  if (eval_depth_ >= kMaxEvalDepth) return Err("maximum recursion depth exceeded: template nested too deeply at render time (the limit is 400 levels)");
+  if (eval_depth_ >= kMaxEvalDepth)
+    return Err("maximum recursion depth exceeded: template nested too deeply at render time (the limit is 400 levels)");
   ++eval_depth_;
   Status st = ExecBody(body, out);
   --eval_depth_;
@@ -275,9 +276,13 @@ Result<Val> Renderer::LoopAttr(const LoopState& st, std::string_view name) const
 
 Result<Val> Renderer::Eval(const Expr& e) {
   if (eval_depth_ >= kMaxEvalDepth) {
-    if (located_) return Err("maximum recursion depth exceeded: template nested too deeply at render time (the limit is 400 levels)");
+    if (located_)
+      return Err(
+          "maximum recursion depth exceeded: template nested too deeply at render time (the limit is 400 levels)");
     located_ = true;
-    return Locate(Err("maximum recursion depth exceeded: template nested too deeply at render time (the limit is 400 levels)"), e.line);
+    return Locate(
+        Err("maximum recursion depth exceeded: template nested too deeply at render time (the limit is 400 levels)"),
+        e.line);
   }
   ++eval_depth_;
   auto r = EvalInner(e);
@@ -507,15 +512,15 @@ Result<Val> Renderer::CallValue(const Val& callee, CallArgs& args, const Expr& e
 Result<Val> Renderer::CallMacro(const Stmt& m, CallArgs& args) {
   if (depth_ >= kMaxDepth) return Err("maximum recursion depth exceeded");
   if (args.pos.size() > m.targets.size()) {
-    return Err("macro '" + m.name + "' takes not more than " + std::to_string(m.targets.size()) +
-               " argument(s)");
+    return Err("macro '" + m.name + "' takes not more than " + std::to_string(m.targets.size()) + " argument(s)");
   }
   for (const auto& kv : args.kw) {
     bool known = false;
     for (size_t i = 0; i < m.targets.size(); ++i) {
       if (m.targets[i] == kv.first) {
         known = true;
-        if (i < args.pos.size()) return Err("macro '" + m.name + "' got multiple values for argument '" + kv.first + "'");
+        if (i < args.pos.size())
+          return Err("macro '" + m.name + "' got multiple values for argument '" + kv.first + "'");
       }
     }
     if (!known) return Err("macro '" + m.name + "' takes no keyword argument '" + kv.first + "'");

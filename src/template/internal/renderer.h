@@ -65,8 +65,8 @@ class Renderer {
 
   const Value& vars_;
   std::vector<Frame> frames_;
-  int depth_ = 0;               // macro calls in progress
-  int eval_depth_ = 0;          // Eval/Exec frames in progress (kMaxEvalDepth)
+  int depth_ = 0;                // macro calls in progress
+  int eval_depth_ = 0;           // Eval/Exec frames in progress (kMaxEvalDepth)
   int64_t loop_iterations_ = 0;  // for-loop bodies run so far (kMaxLoopIterations)
   bool located_ = false;
 };

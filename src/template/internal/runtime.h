@@ -126,7 +126,7 @@ bool PyEq(const Value& a, const Value& b);
 bool PyEqVal(const Val& a, const Val& b);
 // Python ordering (-1, 0, 1) for numbers, strings, lists; TypeError otherwise.
 Result<int> PyCmp(const Value& a, const Value& b, std::string_view op = "<");
-Result<Val> BinaryOp(int op, const Val& a, const Val& b);  // op: BinOp
+Result<Val> BinaryOp(int op, const Val& a, const Val& b);    // op: BinOp
 Result<bool> CompareOp(int op, const Val& a, const Val& b);  // op: CmpOp
 Result<Val> Negate(const Val& a, bool minus);
 Result<bool> Contains(const Val& container, const Val& item);

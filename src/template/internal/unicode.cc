@@ -98,7 +98,8 @@ bool IsUpperCp(char32_t cp) {
   return (LowerMap(cp) != 0 && UpperMap(cp) == 0) || cp == 0x130;  // titlecase digraphs are neither
 }
 bool IsLowerCp(char32_t cp) {
-  return (UpperMap(cp) != 0 && LowerMap(cp) == 0) || cp == 0xDF || cp == 0x138 || cp == 0x149 || cp == 0xAA || cp == 0xBA;
+  return (UpperMap(cp) != 0 && LowerMap(cp) == 0) || cp == 0xDF || cp == 0x138 || cp == 0x149 || cp == 0xAA ||
+         cp == 0xBA;
 }
 bool IsCased(char32_t cp) { return IsUpperCp(cp) || IsLowerCp(cp) || LowerMap(cp) != 0; }
 
@@ -258,11 +259,12 @@ std::string PyCapitalize(std::string_view s) {
 
 bool IsSpaceCp(char32_t c) {
   return (c >= 9 && c <= 13) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-         c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-bool IsDigitCp(char32_t c) { return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19) || (c >= 0x660 && c <= 0x669); }
+bool IsDigitCp(char32_t c) {
+  return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19) || (c >= 0x660 && c <= 0x669);
+}
 
 bool IsAlphaCp(char32_t c) {
   if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -273,17 +275,17 @@ bool IsAlphaCp(char32_t c) {
 
 bool IsWordCp(char32_t c) {
   if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-  if (c < 0xC0) return c == 0xAA || c == 0xB2 || c == 0xB3 || c == 0xB5 || c == 0xB9 || c == 0xBA ||
-                       (c >= 0xBC && c <= 0xBE);
+  if (c < 0xC0)
+    return c == 0xAA || c == 0xB2 || c == 0xB3 || c == 0xB5 || c == 0xB9 || c == 0xBA || (c >= 0xBC && c <= 0xBE);
   if (c == 0xD7 || c == 0xF7) return false;
-  if (c >= 0x2B9 && c <= 0x36F) return c <= 0x2C1 || (c >= 0x2C6 && c <= 0x2D1) || (c >= 0x2E0 && c <= 0x2E4) ||
-                                       c == 0x2EC || c == 0x2EE;
+  if (c >= 0x2B9 && c <= 0x36F)
+    return c <= 0x2C1 || (c >= 0x2C6 && c <= 0x2D1) || (c >= 0x2E0 && c <= 0x2E4) || c == 0x2EC || c == 0x2EE;
   if (c == 0x37E || c == 0x387) return false;
   if (c >= 0x2000 && c <= 0x2BFF) {
     return (c >= 0x2070 && c <= 0x2079 && c != 0x2072 && c != 0x2073) || (c >= 0x207F && c <= 0x2089) ||
            (c >= 0x2090 && c <= 0x209C) || (c >= 0x2150 && c <= 0x2189) || c == 0x2102 || c == 0x2107 ||
-           (c >= 0x210A && c <= 0x2113) || c == 0x2115 || (c >= 0x2119 && c <= 0x211D) || c == 0x2124 ||
-           c == 0x2126 || c == 0x2128 || (c >= 0x212A && c <= 0x212D) || (c >= 0x212F && c <= 0x2139) ||
+           (c >= 0x210A && c <= 0x2113) || c == 0x2115 || (c >= 0x2119 && c <= 0x211D) || c == 0x2124 || c == 0x2126 ||
+           c == 0x2128 || (c >= 0x212A && c <= 0x212D) || (c >= 0x212F && c <= 0x2139) ||
            (c >= 0x2460 && c <= 0x249B) || (c >= 0x24EA && c <= 0x24FF) || (c >= 0x2776 && c <= 0x2793);
   }
   if (c >= 0x3000 && c <= 0x303F) {

@@ -23,8 +23,8 @@ void AppendUpper(char32_t cp, std::string* out);
 void AppendLower(char32_t cp, std::string* out);
 void AppendTitle(char32_t cp, std::string* out);
 std::string Upper(std::string_view s);
-std::string Lower(std::string_view s);  // with Python's final-sigma rule
-std::string CaseFold(std::string_view s);     // str.casefold() (ß -> ss, ς -> σ)
+std::string Lower(std::string_view s);         // with Python's final-sigma rule
+std::string CaseFold(std::string_view s);      // str.casefold() (ß -> ss, ς -> σ)
 std::string PyTitle(std::string_view s);       // str.title()
 std::string PyCapitalize(std::string_view s);  // str.capitalize()
 bool IsCased(char32_t cp);

@@ -188,8 +188,7 @@ CURLMcode curl_multi_perform(CURLM* multi, int* running_handles) {
   return real != nullptr ? real(multi, running_handles) : CURLM_INTERNAL_ERROR;
 }
 
-CURLMcode curl_multi_poll(CURLM* multi, curl_waitfd extra_fds[], unsigned int extra_nfds, int timeout_ms,
-                          int* ret) {
+CURLMcode curl_multi_poll(CURLM* multi, curl_waitfd extra_fds[], unsigned int extra_nfds, int timeout_ms, int* ret) {
   MMIRAGE_CURL_REAL(curl_multi_poll);
   return real != nullptr ? real(multi, extra_fds, extra_nfds, timeout_ms, ret) : CURLM_INTERNAL_ERROR;
 }

@@ -20,7 +20,7 @@ namespace mmirage {
 namespace {
 
 constexpr long kConnectTimeoutS = 30;
-constexpr long kStallSeconds = 60;            // abort when below 1 byte/s for this long
+constexpr long kStallSeconds = 60;             // abort when below 1 byte/s for this long
 constexpr uint64_t kBarRedrawMicros = 250000;  // terminal progress bar refresh
 
 // Exclusive flock held until destruction (closing the descriptor releases it). fd_ < 0: not locked because the
@@ -42,9 +42,7 @@ Result<std::unique_ptr<DownloadLock>> LockForDownload(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return Status::IOError(path + ": " + std::strerror(errno));
   int rc;
-  do {
-    rc = ::flock(fd, LOCK_EX);
-  } while (rc != 0 && errno == EINTR);
+  do { rc = ::flock(fd, LOCK_EX); } while (rc != 0 && errno == EINTR);
   if (rc != 0) {
     LOG_WARN(path << ": cannot lock (" << std::strerror(errno) << "); downloading without a lock");
     ::close(fd);
@@ -65,10 +63,10 @@ struct Transfer {
   Env* env = nullptr;
   CURL* curl = nullptr;
   std::string part_path;
-  uint64_t offset = 0;                  // bytes already in .part that this response continues (0 after a 200)
-  std::unique_ptr<WritableFile> file;   // opened on the first body byte, once the response code is known
+  uint64_t offset = 0;                 // bytes already in .part that this response continues (0 after a 200)
+  std::unique_ptr<WritableFile> file;  // opened on the first body byte, once the response code is known
   Status write_status;
-  uint64_t bytes_received = 0;          // body bytes of this response
+  uint64_t bytes_received = 0;  // body bytes of this response
   // Progress.
   const DownloadProgress* progress = nullptr;
   std::string label;
@@ -76,7 +74,7 @@ struct Transfer {
   bool bar_drawn = false;
   uint64_t start_us = 0;
   uint64_t last_report_us = 0;
-  uint64_t total = 0;                   // offset + announced length; 0 when unknown
+  uint64_t total = 0;  // offset + announced length; 0 when unknown
 };
 
 // Opens .part for this response: appended to when the server honoured the range (206), rewritten otherwise.
@@ -149,8 +147,7 @@ Status CurlError(CURLcode rc, const char* errbuf, bool got_body) {
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_CONNECT:
     case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_PEER_FAILED_VERIFICATION:
-      return Status::Unavailable("network unreachable (" + detail + ")");
+    case CURLE_PEER_FAILED_VERIFICATION: return Status::Unavailable("network unreachable (" + detail + ")");
     case CURLE_OPERATION_TIMEDOUT:
     case CURLE_PARTIAL_FILE:
     case CURLE_RECV_ERROR:
@@ -160,10 +157,8 @@ Status CurlError(CURLcode rc, const char* errbuf, bool got_body) {
     case CURLE_HTTP2_STREAM:
       return Status::Unavailable((got_body ? "transfer interrupted (" : "network unreachable (") + detail + ")");
     case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL:
-      return Status::InvalidArgument(detail);
-    default:
-      return Status::IOError(detail);
+    case CURLE_UNSUPPORTED_PROTOCOL: return Status::InvalidArgument(detail);
+    default: return Status::IOError(detail);
   }
 }
 
@@ -265,8 +260,8 @@ std::string FormatDownloadProgress(uint64_t bytes_done, uint64_t bytes_total, do
       const uint64_t left = bytes_total > bytes_done ? bytes_total - bytes_done : 0;
       const auto eta_s = static_cast<uint64_t>(static_cast<double>(left) / bytes_per_s + 0.5);
       if (eta_s >= 3600) {
-        std::snprintf(buf, sizeof(buf), "  ETA %" PRIu64 ":%02" PRIu64 ":%02" PRIu64, eta_s / 3600,
-                      eta_s / 60 % 60, eta_s % 60);
+        std::snprintf(buf, sizeof(buf), "  ETA %" PRIu64 ":%02" PRIu64 ":%02" PRIu64, eta_s / 3600, eta_s / 60 % 60,
+                      eta_s % 60);
       } else {
         std::snprintf(buf, sizeof(buf), "  ETA %" PRIu64 ":%02" PRIu64, eta_s / 60, eta_s % 60);
       }

@@ -19,7 +19,7 @@
 namespace mmirage {
 
 struct HttpRequest {
-  std::string method = "POST";       // GET | POST
+  std::string method = "POST";  // GET | POST
   std::string url;
   std::vector<std::string> headers;  // "Name: value"; never logged nor put into error messages
   std::string body;                  // POST body (sent as is)
@@ -28,19 +28,19 @@ struct HttpRequest {
 
 // How a transfer failed below HTTP.
 enum class HttpTransport {
-  kOk,        // an HTTP response arrived (any status code)
-  kConnect,   // the host could not be resolved or the connection was refused: the endpoint is unreachable
-  kTimeout,   // timeout_seconds passed before the response was complete
-  kBroken,    // the connection broke (reset, closed before or during the response)
-  kAborted,   // the loop stopped before the transfer ended
+  kOk,       // an HTTP response arrived (any status code)
+  kConnect,  // the host could not be resolved or the connection was refused: the endpoint is unreachable
+  kTimeout,  // timeout_seconds passed before the response was complete
+  kBroken,   // the connection broke (reset, closed before or during the response)
+  kAborted,  // the loop stopped before the transfer ended
 };
 
 struct HttpResponse {
   HttpTransport transport = HttpTransport::kOk;
-  int status_code = 0;               // when transport == kOk
+  int status_code = 0;  // when transport == kOk
   std::string body;
-  std::string retry_after;           // the Retry-After header value, "" when absent
-  std::string error;                 // curl's message when transport != kOk (no URL, no headers)
+  std::string retry_after;  // the Retry-After header value, "" when absent
+  std::string error;        // curl's message when transport != kOk (no URL, no headers)
 };
 
 using HttpCallback = std::function<void(HttpResponse)>;

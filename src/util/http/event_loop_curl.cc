@@ -108,9 +108,7 @@ void Finish(CURL* h, CURLcode code, Transfer* t) {
   switch (code) {
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_CONNECT:
-      resp.transport = HttpTransport::kConnect;
-      break;
+    case CURLE_COULDNT_CONNECT: resp.transport = HttpTransport::kConnect; break;
     case CURLE_OPERATION_TIMEDOUT: {
       // A connect timeout means unreachable; after the request went out (on a new or a reused keep-alive
       // connection, whose connect time reads 0) it is a response timeout.
@@ -119,14 +117,15 @@ void Finish(CURL* h, CURLcode code, Transfer* t) {
       resp.transport = request_bytes == 0 ? HttpTransport::kConnect : HttpTransport::kTimeout;
       break;
     }
-    default:
-      resp.transport = HttpTransport::kBroken;
+    default: resp.transport = HttpTransport::kBroken;
   }
 }
 
 class CurlHttpLoop : public HttpLoop {
  public:
-  explicit CurlHttpLoop(CURLM* multi) : multi_(multi) { thread_ = std::thread([this] { Run(); }); }
+  explicit CurlHttpLoop(CURLM* multi) : multi_(multi) {
+    thread_ = std::thread([this] { Run(); });
+  }
   ~CurlHttpLoop() override {
     Stop();
     for (CURL* h : idle_) curl_easy_cleanup(h);
@@ -269,13 +268,13 @@ class CurlHttpLoop : public HttpLoop {
   std::thread thread_;
   std::mutex join_mu_;
   std::mutex mu_;
-  bool stopping_ = false;                              // guarded by mu_
-  std::vector<std::function<void()>> posted_;          // guarded by mu_
+  bool stopping_ = false;                      // guarded by mu_
+  std::vector<std::function<void()>> posted_;  // guarded by mu_
   // Loop thread only.
   bool aborting_ = false;
   std::unordered_map<CURL*, std::unique_ptr<Transfer>> transfers_;
   std::multimap<uint64_t, std::function<void()>> timers_;  // by due time (monotonic µs)
-  std::vector<CURL*> idle_;                                 // finished handles, reused
+  std::vector<CURL*> idle_;                                // finished handles, reused
 };
 
 }  // namespace

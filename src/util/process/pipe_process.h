@@ -19,9 +19,9 @@
 namespace mmirage {
 
 struct PipeProcessOptions {
-  std::vector<std::string> argv;                                  // argv[0] looked up in PATH when it has no '/'
+  std::vector<std::string> argv;                                   // argv[0] looked up in PATH when it has no '/'
   std::vector<std::pair<std::string, std::string>> env_overrides;  // set on top of this process's environment
-  std::string cwd;                                                // empty: inherit
+  std::string cwd;                                                 // empty: inherit
 };
 
 class PipeProcess {

@@ -74,8 +74,7 @@ Status PipeProcess::Write(std::string_view data) {
       int e = errno;
       if (e == EPIPE) {
         struct timespec zero = {0, 0};
-        while (::sigtimedwait(&pipe_set, nullptr, &zero) > 0) {
-        }
+        while (::sigtimedwait(&pipe_set, nullptr, &zero) > 0) {}
         result = Status::Unavailable("the process closed its input");
       } else {
         result = Status::IOError(std::string("write: ") + std::strerror(e));
@@ -99,7 +98,8 @@ Result<std::string> PipeProcess::ReadLine(int timeout_ms, size_t max_line_bytes)
       return line;
     }
     scanned = buf_.size();
-    if (buf_.size() > max_line_bytes) return Status::Corruption("line longer than " + std::to_string(max_line_bytes) + " bytes");
+    if (buf_.size() > max_line_bytes)
+      return Status::Corruption("line longer than " + std::to_string(max_line_bytes) + " bytes");
     if (out_fd_ < 0) return Status::IOError("eof");
     int wait = -1;
     if (deadline >= 0) {
@@ -143,8 +143,7 @@ int PipeProcess::Kill() {
     ::kill(pid_, SIGKILL);
     int st = 0;
     pid_t r;
-    while ((r = ::waitpid(pid_, &st, 0)) < 0 && errno == EINTR) {
-    }
+    while ((r = ::waitpid(pid_, &st, 0)) < 0 && errno == EINTR) {}
     status_ = r == pid_ ? DecodeStatus(st) : 255;
   } else {
     ::kill(-pid_, SIGKILL);  // members of the group may outlive the leader

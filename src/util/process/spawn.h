@@ -21,9 +21,9 @@
 namespace mmirage {
 
 struct SpawnSpec {
-  std::vector<std::string> argv;                                  // argv[0] is looked up in PATH when it has no '/'
+  std::vector<std::string> argv;                                   // argv[0] is looked up in PATH when it has no '/'
   std::vector<std::pair<std::string, std::string>> env_overrides;  // set on top of this process's environment
-  std::string cwd;                                                // empty: inherit
+  std::string cwd;                                                 // empty: inherit
   // The child's descriptors 0, 1, 2: -1 inherits ours; kDevNull opens /dev/null; any other value is a descriptor
   // of ours (borrowed: still ours after the call) made the child's. kSameAsStdout for stderr_fd only.
   static constexpr int kDevNull = -2;

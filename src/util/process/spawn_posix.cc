@@ -167,14 +167,11 @@ Result<pid_t> SpawnChild(const SpawnSpec& spec) {
   if (spec.new_process_group) ::setpgid(pid, pid);  // also here: no window where the group does not exist yet
   ChildFailure f{};
   ssize_t n;
-  do {
-    n = ::read(err_pipe[0], &f, sizeof f);
-  } while (n < 0 && errno == EINTR);
+  do { n = ::read(err_pipe[0], &f, sizeof f); } while (n < 0 && errno == EINTR);
   ::close(err_pipe[0]);
   if (n == sizeof f) {
     int status;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     if (f.stage == 0) return Status::NotFound("cannot change to directory " + spec.cwd + ": " + std::strerror(f.err));
     std::string msg = spec.argv[0] + ": " + std::strerror(f.err);
     return f.err == ENOENT || f.err == EACCES || f.err == ENOEXEC ? Status::NotFound(msg) : Status::IOError(msg);
@@ -186,8 +183,7 @@ Result<int> StartGroupGuard(pid_t pgid, double grace_seconds) {
   // Everything the guard needs, before any fork.
   std::string pgid_s = std::to_string(pgid);
   std::string ticks_s = std::to_string(static_cast<int64_t>(std::max(0.0, grace_seconds) * 20 + 0.5));
-  const char* argv[] = {"/bin/sh", "-c", kGuardScript, "mmirage-group-guard", pgid_s.c_str(), ticks_s.c_str(),
-                        nullptr};
+  const char* argv[] = {"/bin/sh", "-c", kGuardScript, "mmirage-group-guard", pgid_s.c_str(), ticks_s.c_str(), nullptr};
   const char* envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", nullptr};
   // A socket pair rather than a pipe: DismissGroupGuard can send without risking SIGPIPE when the guard is gone.
   int sv[2];
@@ -228,9 +224,7 @@ Result<int> StartGroupGuard(pid_t pgid, double grace_seconds) {
     ::close(err_pipe[1]);
     ChildFailure f{};
     ssize_t n;
-    do {
-      n = ::read(err_pipe[0], &f, sizeof f);
-    } while (n < 0 && errno == EINTR);
+    do { n = ::read(err_pipe[0], &f, sizeof f); } while (n < 0 && errno == EINTR);
     ::_exit(n == 0 ? 0 : 1);  // EOF: the exec worked
   }
   int fork_errno = errno;
@@ -241,8 +235,7 @@ Result<int> StartGroupGuard(pid_t pgid, double grace_seconds) {
     return Status::IOError(std::string("fork: ") + std::strerror(fork_errno));
   }
   int status = 0;
-  while (::waitpid(mid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(mid, &status, 0) < 0 && errno == EINTR) {}
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     ::close(sv[0]);
     return Status::IOError("cannot start the process-group guard (/bin/sh)");

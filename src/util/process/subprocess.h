@@ -15,12 +15,12 @@
 namespace mmirage {
 
 struct SubprocessOptions {
-  std::vector<std::string> argv;                                  // argv[0] is looked up in PATH when it has no '/'
+  std::vector<std::string> argv;                                   // argv[0] is looked up in PATH when it has no '/'
   std::vector<std::pair<std::string, std::string>> env_overrides;  // set on top of this process's environment
-  std::string cwd;                                                // empty: inherit
-  std::string stdout_path;                                        // empty: inherit; else appended to this file
-  std::string stderr_path;                                        // empty: inherit; "=stdout": same as stdout
-  bool new_process_group = false;                                 // Signal() then reaches the whole group
+  std::string cwd;                                                 // empty: inherit
+  std::string stdout_path;                                         // empty: inherit; else appended to this file
+  std::string stderr_path;                                         // empty: inherit; "=stdout": same as stdout
+  bool new_process_group = false;                                  // Signal() then reaches the whole group
   // Linux: the child gets SIGKILL when the thread that started it exits (PR_SET_PDEATHSIG), so a child we
   // started does not outlive us even after a SIGKILL. Reaches the child only, not what it forked.
   // REQUIRES: Start is called from a long-lived thread.

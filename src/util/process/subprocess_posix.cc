@@ -24,9 +24,9 @@ double NowSeconds() {
 }
 
 void SleepSeconds(double s) {
-  struct timespec ts = {static_cast<time_t>(s), static_cast<long>((s - static_cast<double>(static_cast<time_t>(s))) * 1e9)};
-  while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
+  struct timespec ts = {static_cast<time_t>(s),
+                        static_cast<long>((s - static_cast<double>(static_cast<time_t>(s))) * 1e9)};
+  while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
 // Closes the descriptors of `fds` that are >= 0.
@@ -71,8 +71,7 @@ Result<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOptions& o
     if (!g.ok()) {  // no unguarded group: stop it now
       ::kill(-*pid, SIGKILL);
       int st;
-      while (::waitpid(*pid, &st, 0) < 0 && errno == EINTR) {
-      }
+      while (::waitpid(*pid, &st, 0) < 0 && errno == EINTR) {}
       return g.status().WithContext("cannot start " + o.argv[0]);
     }
     guard_fd = *g;
@@ -176,8 +175,7 @@ Result<CommandOutput> RunCommandCapture(const std::vector<std::string>& argv, do
   }
   if (timed_out) {
     ::kill(-pid, SIGKILL);
-    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
   }
   out.exit_code = timed_out ? 124 : DecodeStatus(st);
   return out;

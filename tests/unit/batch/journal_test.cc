@@ -47,7 +47,8 @@ TEST(BatchJournalTest, CacheDecisionsAndStoredChunksSurviveReopen) {
     c.name = "text-chunk-000001";
     c.requests.push_back(JournalRequest{"qa-text-s0-d0p0-r7", 0, 0, 2, 7});
     ASSERT_TRUE((*j)->Append(c.ToEvent()).ok());
-    ASSERT_TRUE((*j)->Append(*ParseJson(R"({"event":"cached","stage":1,"file":"cache-hits-stage-1.jsonl","hits":3})")).ok());
+    ASSERT_TRUE(
+        (*j)->Append(*ParseJson(R"({"event":"cached","stage":1,"file":"cache-hits-stage-1.jsonl","hits":3})")).ok());
     ASSERT_TRUE((*j)->Append(*ParseJson(R"({"event":"stored","name":"text-chunk-000001"})")).ok());
     EXPECT_FALSE((*j)->Append(*ParseJson(R"({"event":"stored","name":"nope"})")).ok());
     EXPECT_FALSE((*j)->Append(*ParseJson(R"({"event":"cached","stage":2})")).ok());

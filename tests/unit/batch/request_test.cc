@@ -84,15 +84,18 @@ TEST(BuildBatchRequestTest, OpenAiLeavesMissingPathsAndUrlsAlone) {
   BatchPrompt in{"id-1", "hi", {"/no/such.png", "http://x/y.jpg"}, {"q"}};
   auto r = BuildBatchRequest(p, Env::Default(), in);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(PyJson(*r, true),
-            R"({"custom_id":"id-1","method":"POST","url":"/v1/chat/completions","body":{"messages":[{"role":"user",)"
-            R"("content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"/no/such.png"}},)"
-            R"({"type":"image_url","image_url":{"url":"http://x/y.jpg"}}]}],"model":"gpt-4o-mini","response_format":)"
-            R"({"type":"json_schema","json_schema":{"name":"structured_output","strict":true,"schema":{"type":"object",)"
-            R"("properties":{"q":{"type":"string"}},"required":["q"],"additionalProperties":false}}}}})");
+  EXPECT_EQ(
+      PyJson(*r, true),
+      R"({"custom_id":"id-1","method":"POST","url":"/v1/chat/completions","body":{"messages":[{"role":"user",)"
+      R"("content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"/no/such.png"}},)"
+      R"({"type":"image_url","image_url":{"url":"http://x/y.jpg"}}]}],"model":"gpt-4o-mini","response_format":)"
+      R"({"type":"json_schema","json_schema":{"name":"structured_output","strict":true,"schema":{"type":"object",)"
+      R"("properties":{"q":{"type":"string"}},"required":["q"],"additionalProperties":false}}}}})");
 }
 
-PendingRequest Req(size_t bytes, int tag) { return PendingRequest{std::string(bytes, 'x'), "id" + std::to_string(tag), tag}; }
+PendingRequest Req(size_t bytes, int tag) {
+  return PendingRequest{std::string(bytes, 'x'), "id" + std::to_string(tag), tag};
+}
 
 TEST(BatchAccumulatorTest, ChunksByBytesAndCountIsolatingOversized) {
   BatchAccumulator acc(ChunkLimits{100, 3, false});
@@ -118,19 +121,22 @@ TEST(BatchAccumulatorTest, ChunksByBytesAndCountIsolatingOversized) {
 }
 
 TEST(BatchAnswerTest, ParsesOpenAiAndAnthropicResultLines) {
-  auto a = ParseBatchAnswer("openai", R"({"custom_id":"c1","response":{"status_code":200,"body":{"choices":[{"message":)"
-                                      R"({"content":"hello"}}],"usage":{"prompt_tokens":3,"completion_tokens":4}}}})");
+  auto a =
+      ParseBatchAnswer("openai", R"({"custom_id":"c1","response":{"status_code":200,"body":{"choices":[{"message":)"
+                                 R"({"content":"hello"}}],"usage":{"prompt_tokens":3,"completion_tokens":4}}}})");
   ASSERT_TRUE(a.ok());
   EXPECT_TRUE(a->ok);
   EXPECT_EQ(a->text, "hello");
   EXPECT_EQ(*a->input_tokens, 3);
-  auto e = ParseBatchAnswer("openai", R"({"custom_id":"c2","response":{"status_code":400,"body":{"error":{"message":"bad"}}}})");
+  auto e = ParseBatchAnswer("openai",
+                            R"({"custom_id":"c2","response":{"status_code":400,"body":{"error":{"message":"bad"}}}})");
   ASSERT_TRUE(e.ok());
   EXPECT_FALSE(e->ok);
   EXPECT_EQ(e->error, "bad");
-  auto b = ParseBatchAnswer("anthropic", R"({"custom_id":"c3","result":{"type":"succeeded","message":{"content":[)"
-                                         R"({"type":"text","text":"a"},{"type":"tool_use"},{"type":"text","text":"b"}],)"
-                                         R"("usage":{"input_tokens":5,"output_tokens":6}}}})");
+  auto b =
+      ParseBatchAnswer("anthropic", R"({"custom_id":"c3","result":{"type":"succeeded","message":{"content":[)"
+                                    R"({"type":"text","text":"a"},{"type":"tool_use"},{"type":"text","text":"b"}],)"
+                                    R"("usage":{"input_tokens":5,"output_tokens":6}}}})");
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->text, "ab");
   EXPECT_EQ(*b->output_tokens, 6);

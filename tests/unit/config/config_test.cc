@@ -119,7 +119,8 @@ processing_params:
 
 TEST(ConfigTest, TemplateErrorsInBlockScalarsPointAtTheTemplateLine) {
   std::string y = kMinimal;
-  y.replace(y.find("    copy: \"{{ text }}\"\n"), 24, "    copy: |\n      first line\n      {{ text | nosuchfilter }}\n");
+  y.replace(y.find("    copy: \"{{ text }}\"\n"), 24,
+            "    copy: |\n      first line\n      {{ text | nosuchfilter }}\n");
   auto c = Load(y);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("cfg.yaml:15:7:"), std::string::npos) << c.status().message();
@@ -147,8 +148,7 @@ TEST(ConfigTest, UnknownKeysAreLocatedWarningsWithSuggestions) {
   auto c = Load(y);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   ASSERT_EQ(c->warnings.size(), 1u);
-  EXPECT_EQ(c->warnings[0],
-            "cfg.yaml:15:3: unknown key 'retyr' in execution_params (ignored); did you mean 'retry'?");
+  EXPECT_EQ(c->warnings[0], "cfg.yaml:15:3: unknown key 'retyr' in execution_params (ignored); did you mean 'retry'?");
 }
 
 TEST(ConfigTest, TypesAreCheckedNotCoerced) {
@@ -218,9 +218,12 @@ TEST(ConfigTest, JsonOutputSchemaRulesGiveTheSpecMessages) {
     const char* schema;
     const char* message;
   } cases[] = {
-      {"{s: {type: int, mn: 1}}", "Field 's' in output_schema of 'ans': Unknown key(s) ['mn']. Allowed keys: ['max', 'min', 'type']."},
+      {"{s: {type: int, mn: 1}}",
+       "Field 's' in output_schema of 'ans': Unknown key(s) ['mn']. Allowed keys: ['max', 'min', 'type']."},
       {"{s: {min: 1}}", "Field 's' in output_schema of 'ans': missing required key 'type'."},
-      {"{s: {type: tuple}}", "Unsupported type 'tuple'. Supported types: ['bool', 'boolean', 'float', 'int', 'integer', 'number', 'str', 'string']."},
+      {"{s: {type: tuple}}",
+       "Unsupported type 'tuple'. Supported types: ['bool', 'boolean', 'float', 'int', 'integer', 'number', 'str', "
+       "'string']."},
       {"{s: {type: str, min: 1}}", "'min'/'max' are only allowed for numeric types, got type 'str'."},
       {"{s: {type: int, min: abc}}", "'min' must be a number, got 'abc'."},
       {"{s: {type: int, max: true}}", "'max' must be a number, got True."},
@@ -283,8 +286,9 @@ TEST(ConfigTest, SlurmModeRequiresAnAccount) {
 
 TEST(ConfigTest, BatchApiValidation) {
   std::string y = kMinimal;
-  y.replace(y.find("processors: []"), 14,
-            "processors:\n  - type: batch_api\n    provider: Anthropic\n    temperature: 0.5\n    top_p: 0.5\n    bogus: 1");
+  y.replace(
+      y.find("processors: []"), 14,
+      "processors:\n  - type: batch_api\n    provider: Anthropic\n    temperature: 0.5\n    top_p: 0.5\n    bogus: 1");
   auto c = Load(y);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("temperature and top_p are mutually exclusive"), std::string::npos)

@@ -14,12 +14,15 @@ std::string Load(const std::string& splits, const std::string& job_name) {
       "  datasets:\n"
       "    - type: JSONL\n"
       "      output_dir: out\n"
-      "      path: {" + splits + "}\n"
+      "      path: {" +
+      splits +
+      "}\n"
       "processing_params:\n"
       "  inputs: [{name: a, key: a}]\n"
       "  outputs: []\n"
       "  output_schema: {a: \"{{ a }}\"}\n"
-      "execution_params: {job_name: \"" + job_name + "\"}\n";
+      "execution_params: {job_name: \"" +
+      job_name + "\"}\n";
   LoadOptions o;
   o.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto c = LoadConfigFromString(yaml, "cfg.yaml", o);
@@ -54,7 +57,9 @@ std::string LoadLlm(const std::string& processor_extra, const std::string& serve
       "processors:\n"
       "  - type: llm\n"
       "    backend: openai\n"
-      "    server_args: " + server_args + "\n"
+      "    server_args: " +
+      server_args +
+      "\n"
       "    endpoint: {base_url: \"http://127.0.0.1:1/v1\"}\n" +
       processor_extra +
       "loading_params:\n"
@@ -98,7 +103,8 @@ Result<Config> LoadImageGen(const std::string& filename_template) {
       "  datasets: [{type: JSONL, path: a.jsonl, output_dir: out}]\n"
       "processing_params:\n"
       "  inputs: [{name: a, key: a}]\n"
-      "  outputs: [{name: img, type: image_gen, prompt: \"{{ a }}\", filename_template: \"" + filename_template +
+      "  outputs: [{name: img, type: image_gen, prompt: \"{{ a }}\", filename_template: \"" +
+      filename_template +
       "\"}]\n"
       "  output_schema: {img: \"{{ img }}\"}\n";
   LoadOptions o;

@@ -60,7 +60,10 @@ TEST(Utf8Test, InvalidSequencesAreReplaced) {
   EXPECT_TRUE(IsValidUtf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
   EXPECT_FALSE(IsValidUtf8("cut \xe2\x82"));
   EXPECT_EQ(ToValidUtf8("cut \xe2\x82"), "cut \xEF\xBF\xBD");
-  EXPECT_EQ(ToValidUtf8("a\xff" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(ToValidUtf8("a\xff"
+                        "b"),
+            "a\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(ToValidUtf8("\xed\xa0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate: not UTF-8
   EXPECT_EQ(ToValidUtf8("ok"), "ok");
   auto v = ParseJson(ToJson(Value(ToValidUtf8("x\xe2\x82"))));

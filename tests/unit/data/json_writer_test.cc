@@ -14,13 +14,27 @@ namespace mmirage {
 namespace {
 
 // {"z": [1, 2.5, None, "é\n\t\x01\x7f<>&'\"\\😀"], "a": {}, "m": {"k": []}, "b": True}
-constexpr char kInput[] = "{\"z\": [1, 2.5, null, \"\\u00e9\\n\\t\\u0001\\u007f<>&'\\\"\\\\\\ud83d\\ude00\"], \"a\": {}, \"m\": {\"k\": []}, \"b\": true}";
-constexpr char kCompact[] = "{\"z\":[1,2.5,null,\"\303\251\\n\\t\\u0001\177<>&'\\\"\\\\\360\237\230\200\"],\"a\":{},\"m\":{\"k\":[]},\"b\":true}";
-constexpr char kPretty2[] = "{\n  \"z\": [\n    1,\n    2.5,\n    null,\n    \"\303\251\\n\\t\\u0001\177<>&'\\\"\\\\\360\237\230\200\"\n  ],\n  \"a\": {},\n  \"m\": {\n    \"k\": []\n  },\n  \"b\": true\n}";
-constexpr char kPretty2Sorted[] = "{\n  \"a\": {},\n  \"b\": true,\n  \"m\": {\n    \"k\": []\n  },\n  \"z\": [\n    1,\n    2.5,\n    null,\n    \"\303\251\\n\\t\\u0001\177<>&'\\\"\\\\\360\237\230\200\"\n  ]\n}";
-constexpr char kToJson[] = "{\"a\": {}, \"b\": true, \"m\": {\"k\": []}, \"z\": [1, 2.5, null, \"\\u00e9\\n\\t\\u0001\\u007f\\u003c\\u003e\\u0026\\u0027\\\"\\\\\\ud83d\\ude00\"]}";
-constexpr char kToJsonIndent2[] = "{\n  \"a\": {},\n  \"b\": true,\n  \"m\": {\n    \"k\": []\n  },\n  \"z\": [\n    1,\n    2.5,\n    null,\n    \"\\u00e9\\n\\t\\u0001\\u007f\\u003c\\u003e\\u0026\\u0027\\\"\\\\\\ud83d\\ude00\"\n  ]\n}";
-constexpr char kJmesPath[] = "{\"z\":[1,2.5,null,\"\\u00e9\\n\\t\\u0001\\u007f<>&'\\\"\\\\\\ud83d\\ude00\"],\"a\":{},\"m\":{\"k\":[]},\"b\":true}";
+constexpr char kInput[] =
+    "{\"z\": [1, 2.5, null, \"\\u00e9\\n\\t\\u0001\\u007f<>&'\\\"\\\\\\ud83d\\ude00\"], \"a\": {}, \"m\": {\"k\": []}, "
+    "\"b\": true}";
+constexpr char kCompact[] =
+    "{\"z\":[1,2.5,null,\"\303\251\\n\\t\\u0001\177<>&'\\\"\\\\\360\237\230\200\"],\"a\":{},\"m\":{\"k\":[]},\"b\":"
+    "true}";
+constexpr char kPretty2[] =
+    "{\n  \"z\": [\n    1,\n    2.5,\n    null,\n    \"\303\251\\n\\t\\u0001\177<>&'\\\"\\\\\360\237\230\200\"\n  ],\n "
+    " \"a\": {},\n  \"m\": {\n    \"k\": []\n  },\n  \"b\": true\n}";
+constexpr char kPretty2Sorted[] =
+    "{\n  \"a\": {},\n  \"b\": true,\n  \"m\": {\n    \"k\": []\n  },\n  \"z\": [\n    1,\n    2.5,\n    null,\n    "
+    "\"\303\251\\n\\t\\u0001\177<>&'\\\"\\\\\360\237\230\200\"\n  ]\n}";
+constexpr char kToJson[] =
+    "{\"a\": {}, \"b\": true, \"m\": {\"k\": []}, \"z\": [1, 2.5, null, "
+    "\"\\u00e9\\n\\t\\u0001\\u007f\\u003c\\u003e\\u0026\\u0027\\\"\\\\\\ud83d\\ude00\"]}";
+constexpr char kToJsonIndent2[] =
+    "{\n  \"a\": {},\n  \"b\": true,\n  \"m\": {\n    \"k\": []\n  },\n  \"z\": [\n    1,\n    2.5,\n    null,\n    "
+    "\"\\u00e9\\n\\t\\u0001\\u007f\\u003c\\u003e\\u0026\\u0027\\\"\\\\\\ud83d\\ude00\"\n  ]\n}";
+constexpr char kJmesPath[] =
+    "{\"z\":[1,2.5,null,\"\\u00e9\\n\\t\\u0001\\u007f<>&'\\\"\\\\\\ud83d\\ude00\"],\"a\":{},\"m\":{\"k\":[]},\"b\":"
+    "true}";
 
 Value Input() { return *ParseJson(kInput); }
 
@@ -44,14 +58,14 @@ std::string Write(const Value& v, const JsonWriteOptions& o) {
 
 TEST(JsonWriterTest, EachPresetMatchesPython) {
   Value v = Input();
-  EXPECT_EQ(ToJson(v), kCompact);                                  // separators=(",", ":"), ensure_ascii=False
-  EXPECT_EQ(ToJsonPretty(v, 2), kPretty2);                         // indent=2, ensure_ascii=False
+  EXPECT_EQ(ToJson(v), kCompact);                                     // separators=(",", ":"), ensure_ascii=False
+  EXPECT_EQ(ToJsonPretty(v, 2), kPretty2);                            // indent=2, ensure_ascii=False
   EXPECT_EQ(ToJsonPretty(v, 2, /*sort_keys=*/true), kPretty2Sorted);  // + sort_keys=True (status.json)
-  EXPECT_EQ(Write(v, ToJsonFilterOptions(-1)), kToJson);            // tojson
-  EXPECT_EQ(Write(v, ToJsonFilterOptions(2)), kToJsonIndent2);      // tojson(indent=2)
+  EXPECT_EQ(Write(v, ToJsonFilterOptions(-1)), kToJson);              // tojson
+  EXPECT_EQ(Write(v, ToJsonFilterOptions(2)), kToJsonIndent2);        // tojson(indent=2)
   JsonWriteOptions jmes;
   jmes.ensure_ascii = true;
-  EXPECT_EQ(Write(v, jmes), kJmesPath);                            // JMESPath to_string
+  EXPECT_EQ(Write(v, jmes), kJmesPath);  // JMESPath to_string
   // The ensure_ascii outputs are ASCII, and every output parses back to the same value.
   for (const char* text : {kCompact, kPretty2, kToJson, kJmesPath}) {
     auto back = ParseJson(text);
@@ -118,7 +132,10 @@ TEST(JsonWriterTest, DepthAndSizeLimitsFailCleanly) {
 TEST(JsonWriterTest, EnsureAsciiWritesIllFormedUtf8AsReplacement) {
   JsonWriteOptions o;
   o.ensure_ascii = true;
-  EXPECT_EQ(Write(Value(std::string("a\xff" "b\xe2\x82")), o), "\"a\\ufffdb\\ufffd\"");
+  EXPECT_EQ(Write(Value(std::string("a\xff"
+                                    "b\xe2\x82")),
+                  o),
+            "\"a\\ufffdb\\ufffd\"");
 }
 
 // The one UTF-8 decoder (data/utf8.h): Python's decode(errors="replace") on ill-formed input.

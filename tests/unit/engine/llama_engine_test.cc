@@ -55,8 +55,8 @@ class LlamaEngineTest : public ::testing::Test {
 };
 
 std::vector<Request> VariedRequests() {
-  const char* topics[] = {"the sea", "a red fox", "tax law", "orbital mechanics",
-                          "bread", "the number seven", "Lisbon", "quiet mornings"};
+  const char* topics[] = {"the sea", "a red fox",        "tax law", "orbital mechanics",
+                          "bread",   "the number seven", "Lisbon",  "quiet mornings"};
   std::vector<Request> requests;
   for (int i = 0; i < 8; ++i) {
     Request r = Greedy(std::string("Write one sentence about ") + topics[i] + ".", 6 + 5 * i);
@@ -102,8 +102,8 @@ TEST_F(LlamaEngineTest, GreedyOutputDoesNotDependOnBatching) {
   // Informational (speed is judged in bench/): generated tokens per second, 1 vs 8 sequences.
   const double s1 = std::chrono::duration<double>(t1 - t0).count();
   const double s8 = std::chrono::duration<double>(t3 - t2).count();
-  std::printf("[ info ] %lld tokens: 1 sequence %.1f tok/s, 8 sequences %.1f tok/s\n",
-              static_cast<long long>(tokens), static_cast<double>(tokens) / s1, static_cast<double>(tokens) / s8);
+  std::printf("[ info ] %lld tokens: 1 sequence %.1f tok/s, 8 sequences %.1f tok/s\n", static_cast<long long>(tokens),
+              static_cast<double>(tokens) / s1, static_cast<double>(tokens) / s8);
 }
 
 TEST_F(LlamaEngineTest, MaxNewTokensEndsWithLengthAfterExactlyThatMany) {
@@ -190,8 +190,7 @@ TEST_F(LlamaEngineTest, TooLongPromptFailsOnlyThatRequest) {
   std::vector<Completion> out = RunAll(*engine, requests);
   EXPECT_EQ(out[1].finish, FinishReason::kError);
   EXPECT_NE(out[1].error.message().find("prompt has "), std::string::npos) << out[1].error.ToString();
-  EXPECT_NE(out[1].error.message().find("more than the context of 127"), std::string::npos)
-      << out[1].error.ToString();
+  EXPECT_NE(out[1].error.message().find("more than the context of 127"), std::string::npos) << out[1].error.ToString();
   EXPECT_GT(out[1].prompt_tokens, 300);
   for (size_t i : {0u, 2u}) {
     EXPECT_NE(out[i].finish, FinishReason::kError) << out[i].error.ToString();
@@ -217,8 +216,8 @@ std::vector<Request> SharedInstructionRequests() {
     instruction += " Rule " + std::to_string(i) + ": keep answers short, factual and in plain English.";
   }
   std::vector<Request> requests;
-  const char* questions[] = {"Who wrote it?", "When?", "Where is it set?", "Why does it end?",
-                             "Name the hero.", "Is it long?", "What genre?", "Any sequel?"};
+  const char* questions[] = {"Who wrote it?",  "When?",       "Where is it set?", "Why does it end?",
+                             "Name the hero.", "Is it long?", "What genre?",      "Any sequel?"};
   for (const char* q : questions) {
     Request r = Greedy(instruction + "\nQuestion: " + q, 12);
     r.sampling.ignore_eos = true;
@@ -251,9 +250,7 @@ TEST_F(LlamaEngineTest, PrefixReuseKeepsOutputsAndSkipsSharedTokens) {
     EXPECT_EQ(out_on[i].prompt_tokens, out_off[i].prompt_tokens);
     EXPECT_EQ(out_off[i].cached_prompt_tokens, 0);
     // The first request may start before the second one shows what is shared; it then lends its cells.
-    if (i > 0) {
-      EXPECT_GT(out_on[i].cached_prompt_tokens, 200);
-    }
+    if (i > 0) { EXPECT_GT(out_on[i].cached_prompt_tokens, 200); }
     cached += out_on[i].cached_prompt_tokens;
   }
   EXPECT_EQ(c_off.prompt_tokens_reused, 0);
@@ -385,7 +382,7 @@ TEST_F(LlamaEngineTest, RawPromptSkipsTheChatTemplate) {
   Request kwargs = chat;
   kwargs.chat_template_kwargs = Value(Value::Object{{"enable_thinking", Value(false)}});
   std::vector<Completion> out = RunAll(*engine, {chat, raw, kwargs});
-  EXPECT_EQ(out[1].prompt_tokens, 2);  // "Hello", " there"
+  EXPECT_EQ(out[1].prompt_tokens, 2);                          // "Hello", " there"
   EXPECT_GT(out[0].prompt_tokens, out[1].prompt_tokens + 10);  // system prompt and role markers
   EXPECT_EQ(out[2].prompt_tokens, out[0].prompt_tokens);
   EXPECT_EQ(engine->Capacity(), 2);

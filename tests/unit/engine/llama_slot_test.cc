@@ -19,9 +19,7 @@ TEST(FindStopTest, OnlyLooksAtStopsThatReachTheNewBytes) {
   EXPECT_EQ(FindStop("xabxxcd", {"xcd"}, 7), std::string::npos);  // nothing new
 }
 
-TEST(FindStopTest, EmptyStopNeverMatches) {
-  EXPECT_EQ(FindStop("abc", {""}, 0), std::string::npos);
-}
+TEST(FindStopTest, EmptyStopNeverMatches) { EXPECT_EQ(FindStop("abc", {""}, 0), std::string::npos); }
 
 }  // namespace
 }  // namespace mmirage::engine

@@ -207,8 +207,8 @@ TEST_F(LlamaVisionTest, BadImagesFailTheirRequestOnly) {
   Request mismatch = WithImages("Two markers, one image.", {File(vlm_->images[0])});
   mismatch.prompt = std::string(kImageMarker) + kImageMarker + "x";
   auto out = RunAll(*engine, {WithImages("A", {File(corrupt)}), WithImages("B", {File(text)}),
-                              WithImages("C", {File(vlm_->dir.Path("missing.png"))}), WithImages("D", {url}),
-                              mismatch, WithImages("E", {File(vlm_->images[0])})});
+                              WithImages("C", {File(vlm_->dir.Path("missing.png"))}), WithImages("D", {url}), mismatch,
+                              WithImages("E", {File(vlm_->images[0])})});
   for (size_t i = 0; i < 5; ++i) {
     EXPECT_EQ(out[i].finish, FinishReason::kError) << i;
     EXPECT_TRUE(out[i].error.IsInvalidArgument()) << i << ": " << out[i].error.ToString();

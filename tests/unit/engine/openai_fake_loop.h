@@ -96,7 +96,7 @@ class FakeHttpLoop : public HttpLoop {
   }
 
   const std::vector<Sent>& sent() const { return sent_; }
-  size_t sends() const { return sends_; }                       // transfers started, ever
+  size_t sends() const { return sends_; }                          // transfers started, ever
   const std::vector<uint64_t>& delays() const { return delays_; }  // every RunAfter delay, in order
   size_t pending_timers() const { return timers_.size(); }
 

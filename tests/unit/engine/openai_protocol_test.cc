@@ -33,8 +33,8 @@ TEST(OpenAiProtocolTest, ChatRequestCarriesThePromptAsTheUserMessage) {
   EXPECT_EQ(b.Find("temperature")->as_number(), 0.0);
   EXPECT_EQ(b.Find("top_p")->as_number(), 1.0);
   // Defaults stay out of the body.
-  for (const char* k : {"top_k", "min_p", "stop", "seed", "frequency_penalty", "presence_penalty",
-                        "repetition_penalty", "ignore_eos", "chat_template_kwargs", "response_format", "prompt"})
+  for (const char* k : {"top_k", "min_p", "stop", "seed", "frequency_penalty", "presence_penalty", "repetition_penalty",
+                        "ignore_eos", "chat_template_kwargs", "response_format", "prompt"})
     EXPECT_EQ(b.Find(k), nullptr) << k;
 }
 
@@ -58,7 +58,8 @@ TEST(OpenAiProtocolTest, ImagesBecomeImageUrlPartsWhereTheirMarkersAre) {
   const Value& content = *b.Find("messages")->as_array().at(0).Find("content");
   ASSERT_TRUE(content.is_array()) << c->body;
   ASSERT_EQ(content.size(), 5u) << c->body;
-  EXPECT_EQ(ToJson(content.as_array()[0]), R"({"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}})");
+  EXPECT_EQ(ToJson(content.as_array()[0]),
+            R"({"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}})");
   EXPECT_EQ(ToJson(content.as_array()[1]), R"({"type":"text","text":"\nCompare with "})");
   EXPECT_EQ(ToJson(content.as_array()[2]), R"({"type":"image_url","image_url":{"url":"data:image/jpeg;base64,/9j/"}})");
   EXPECT_EQ(ToJson(content.as_array()[3]), R"({"type":"text","text":", then "})");
@@ -178,8 +179,8 @@ TEST(OpenAiProtocolTest, NullContentIsEmptyAndMissingUsageIsZero) {
 }
 
 TEST(OpenAiProtocolTest, MalformedResponsesAreRetryable) {
-  for (const char* body : {"", "{\"choices\":", "{\"choices\":[]}", "{\"error\":\"x\"}",
-                           "{\"choices\":[{\"text\":1}]}", "<html>502</html>"}) {
+  for (const char* body : {"", "{\"choices\":", "{\"choices\":[]}", "{\"error\":\"x\"}", "{\"choices\":[{\"text\":1}]}",
+                           "<html>502</html>"}) {
     auto c = ParseOpenAiResponse(body, false);
     ASSERT_FALSE(c.ok()) << body;
     EXPECT_TRUE(c.status().IsUnavailable()) << body;

@@ -81,23 +81,25 @@ class CrashConsistencyTest : public ::testing::Test {
     }
     testing::WriteFile(d_.Path("data.jsonl"), rows);
     testing::WriteFile(d_.Path("fake.gguf"), "not read: the engine is injected");
-    std::string yaml = std::string(with_model ? "processors: [{type: llm, server_args: {model_path: " +
-                                                    d_.Path("fake.gguf") + "}}]\n"
-                                              : "processors: []\n") +
-                       "loading_params:\n"
-                       "  datasets: [{type: JSONL, path: " + d_.Path("data.jsonl") + ", output_dir: " +
-                       d_.Path("out") + ", output_format: jsonl}]\n"
-                       "  num_shards: 2\n" + std::string(with_model ? "  batch_size: 1\n" : "") +
-                       "  state_dir: " + d_.Path("state") + "\n"
-                       "processing_params:\n"
-                       "  inputs: [{name: id, key: id}, {name: x, key: x}]\n" +
-                       std::string(with_model ? "  outputs: [{name: a, type: llm, prompt: 'P{{ x.y }}'}]\n"
-                                   "  remove_columns: true\n"
-                                   "  output_schema: {id: '{{ id }}', a: '{{ a }}'}\n"
-                                   : "  outputs: []\n"
-                                     "  remove_columns: true\n"
-                                     "  output_schema: {id: '{{ id }}', y: '{{ x.y + 1 }}'}\n") +
-                       "execution_params: {commit_every_rows: 4, max_failed_rows: 5, cache: off}\n";
+    std::string yaml =
+        std::string(with_model ? "processors: [{type: llm, server_args: {model_path: " + d_.Path("fake.gguf") + "}}]\n"
+                               : "processors: []\n") +
+        "loading_params:\n"
+        "  datasets: [{type: JSONL, path: " +
+        d_.Path("data.jsonl") + ", output_dir: " + d_.Path("out") +
+        ", output_format: jsonl}]\n"
+        "  num_shards: 2\n" +
+        std::string(with_model ? "  batch_size: 1\n" : "") + "  state_dir: " + d_.Path("state") +
+        "\n"
+        "processing_params:\n"
+        "  inputs: [{name: id, key: id}, {name: x, key: x}]\n" +
+        std::string(with_model ? "  outputs: [{name: a, type: llm, prompt: 'P{{ x.y }}'}]\n"
+                                 "  remove_columns: true\n"
+                                 "  output_schema: {id: '{{ id }}', a: '{{ a }}'}\n"
+                               : "  outputs: []\n"
+                                 "  remove_columns: true\n"
+                                 "  output_schema: {id: '{{ id }}', y: '{{ x.y + 1 }}'}\n") +
+        "execution_params: {commit_every_rows: 4, max_failed_rows: 5, cache: off}\n";
     config::LoadOptions o;
     o.vars = [](const std::string&) { return std::optional<std::string>(); };
     auto c = config::LoadConfigFromString(yaml, d_.Path("cfg.yaml"), o);
@@ -153,9 +155,7 @@ void CrashConsistencyTest::CrashAtEverySyncPoint(bool redo, bool no_exchange) {
   {
     testing::FaultEnv env(d_.path());
     env.set_exchange_unavailable(no_exchange);
-    if (redo) {
-      ASSERT_TRUE(RunAll(&env).ok());
-    }
+    if (redo) { ASSERT_TRUE(RunAll(&env).ok()); }
     env.CrashAtSyncPoint(0, Counted);
     ASSERT_TRUE(RunAll(&env).ok());
     total_ = env.sync_points();
@@ -173,9 +173,7 @@ void CrashConsistencyTest::CrashAtEverySyncPoint(bool redo, bool no_exchange) {
     Clear();
     testing::FaultEnv env(d_.path());
     env.set_exchange_unavailable(no_exchange);
-    if (redo) {
-      ASSERT_TRUE(RunAll(&env).ok());
-    }
+    if (redo) { ASSERT_TRUE(RunAll(&env).ok()); }
     env.CrashAtSyncPoint(k, Counted);
     Status s = RunAll(&env);
     if (!env.crashed()) {
@@ -196,17 +194,14 @@ void CrashConsistencyTest::CrashAtEverySyncPoint(bool redo, bool no_exchange) {
       if (testing::Exists(d_.Path("out/" + name + ".tmp.partial/journal.json"))) ++resumable;
       if (pipeline::ReadCompletedShard(Env::Default(), d_.Path("out"), shard)) {
         ++published;
-        EXPECT_EQ(testing::ReadFile(d_.Path("out/" + name + "/data.jsonl")), ref_out.at(name + "/data.jsonl"))
-            << where;
+        EXPECT_EQ(testing::ReadFile(d_.Path("out/" + name + "/data.jsonl")), ref_out.at(name + "/data.jsonl")) << where;
       }
       ShardRecord rec = ShardState(Env::Default(), d_.Path("state"), shard).Read();
       if (rec.status == ShardStatus::kSuccess) {
         EXPECT_TRUE(pipeline::ReadCompletedShard(Env::Default(), d_.Path("out"), shard).has_value()) << where;
       }
     }
-    if (testing::Exists(d_.Path("merged"))) {
-      EXPECT_EQ(Diff(ref_merged, Snapshot(d_.Path("merged"))), "") << where;
-    }
+    if (testing::Exists(d_.Path("merged"))) { EXPECT_EQ(Diff(ref_merged, Snapshot(d_.Path("merged"))), "") << where; }
 
     // The restarted run converges to the fault-free output.
     Status again = RunAll(&env);
@@ -273,7 +268,7 @@ TEST_F(CrashConsistencyTest, TheFaultEnvDropsUnsyncedWritesAndUndoesUnsyncedRena
     ASSERT_TRUE((*f)->Append("+lost").ok());
     ASSERT_TRUE((*f)->Close().ok());
   }
-  ASSERT_TRUE(e->RenameFile(d_.Path("keep/a"), d_.Path("keep/b")).ok());  // no SyncDir: undone
+  ASSERT_TRUE(e->RenameFile(d_.Path("keep/a"), d_.Path("keep/b")).ok());    // no SyncDir: undone
   ASSERT_TRUE(WriteFileAtomically(e, d_.Path("other/c"), "durable").ok());  // synced file and directory
   ASSERT_TRUE(e->CreateDirs(d_.Path("new/sub")).ok());                      // never synced: gone
   ASSERT_TRUE(env.SimulateCrash().ok());

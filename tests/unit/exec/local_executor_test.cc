@@ -13,11 +13,14 @@ namespace mmirage::exec {
 namespace {
 
 config::Config ThreeShards(const std::string& state_dir) {
-  std::string y = "processors: []\n"
-                  "loading_params:\n  datasets: [{type: JSONL, path: d.jsonl, output_dir: o}]\n"
-                  "  state_dir: " + state_dir + "\n  num_shards: 3\n"
-                  "processing_params:\n  inputs: []\n  outputs: []\n  output_schema: {x: 1}\n"
-                  "execution_params: {local_workers: 2, max_retries: 0}\n";
+  std::string y =
+      "processors: []\n"
+      "loading_params:\n  datasets: [{type: JSONL, path: d.jsonl, output_dir: o}]\n"
+      "  state_dir: " +
+      state_dir +
+      "\n  num_shards: 3\n"
+      "processing_params:\n  inputs: []\n  outputs: []\n  output_schema: {x: 1}\n"
+      "execution_params: {local_workers: 2, max_retries: 0}\n";
   config::LoadOptions o;
   o.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto c = config::LoadConfigFromString(y, "t.yaml", o);
@@ -33,10 +36,13 @@ TEST(LocalExecutorTest, AWorkerThatCannotStartStopsTheOthersBeforeReturning) {
   testing::WriteFile(worker,
                      "#!/bin/sh\n"
                      "case \"$5\" in\n"
-                     "  0) echo $$ > '" + d.Path("pid0.tmp") + "' && mv '" + d.Path("pid0.tmp") + "' '" +
-                         d.Path("pid0") + "'; exec sleep 300;;\n"
-                     "  1) while [ ! -f '" + d.Path("pid0") + "' ]; do sleep 0.05; done; rm -f \"$0\"; exit 1;;\n"
-                     "esac\n");
+                     "  0) echo $$ > '" +
+                         d.Path("pid0.tmp") + "' && mv '" + d.Path("pid0.tmp") + "' '" + d.Path("pid0") +
+                         "'; exec sleep 300;;\n"
+                         "  1) while [ ! -f '" +
+                         d.Path("pid0") +
+                         "' ]; do sleep 0.05; done; rm -f \"$0\"; exit 1;;\n"
+                         "esac\n");
   ASSERT_EQ(::chmod(worker.c_str(), 0755), 0);
   config::Config c = ThreeShards(d.Path("state"));
   LocalRunOptions o;

@@ -55,8 +55,9 @@ TEST(SlurmClientTest, SubmitFailuresAreReported) {
 }
 
 TEST(SlurmClientTest, SqueueLinesGiveEveryTaskState) {
-  JobSnapshot s = ParseSqueue("7", "7_[4-6,9%2]|PENDING\n7_3|RUNNING\n7_2|CANCELLED by 0\n7_1|COMPLETED\n"
-                                   "8_0|RUNNING\ngarbage\n");
+  JobSnapshot s = ParseSqueue("7",
+                              "7_[4-6,9%2]|PENDING\n7_3|RUNNING\n7_2|CANCELLED by 0\n7_1|COMPLETED\n"
+                              "8_0|RUNNING\ngarbage\n");
   EXPECT_EQ(s.task_states.size(), 7u);
   EXPECT_EQ(s.task_states[4], "PENDING");
   EXPECT_EQ(s.task_states[9], "PENDING");
@@ -94,8 +95,10 @@ TEST(SlurmClientTest, PollTreatsAnUnknownJobAsGoneAndOtherFailuresAsErrors) {
 
 TEST(SlurmClientTest, AccountingSkipsStepsAndIsAbsentWhenDisabled) {
   Scripted s;
-  s.replies.push_back({0, "9_0|COMPLETED|0:0\n9_0.batch|COMPLETED|0:0\n9_1|TIMEOUT|0:0\n9_1.batch|CANCELLED|0:15\n"
-                          "9_2|CANCELLED by 0|0:0\n", ""});
+  s.replies.push_back({0,
+                       "9_0|COMPLETED|0:0\n9_0.batch|COMPLETED|0:0\n9_1|TIMEOUT|0:0\n9_1.batch|CANCELLED|0:15\n"
+                       "9_2|CANCELLED by 0|0:0\n",
+                       ""});
   s.replies.push_back({1, "", "Slurm accounting storage is disabled\n"});
   SlurmClient c(Env::Default(), s.Runner());
   auto a = c.Accounting("9");

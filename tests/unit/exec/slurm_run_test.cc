@@ -20,8 +20,12 @@ class SlurmRunTest : public ::testing::Test {
     std::string yaml =
         "processors: []\n"
         "loading_params:\n"
-        "  datasets: [{type: JSONL, path: " + dir_.Path("data.jsonl") + ", output_dir: " + dir_.Path("out") + "}]\n"
-        "  state_dir: " + dir_.Path("state") + "\n"
+        "  datasets: [{type: JSONL, path: " +
+        dir_.Path("data.jsonl") + ", output_dir: " + dir_.Path("out") +
+        "}]\n"
+        "  state_dir: " +
+        dir_.Path("state") +
+        "\n"
         "  num_shards: 2\n"
         "processing_params:\n"
         "  inputs: [{name: a, key: a}]\n"
@@ -36,7 +40,8 @@ class SlurmRunTest : public ::testing::Test {
         "  max_retries: 2\n"
         "  poll_interval_seconds: 1\n"
         "  settle_time_seconds: 0\n"
-        "  report_dir: " + dir_.Path("reports") + "\n";
+        "  report_dir: " +
+        dir_.Path("reports") + "\n";
     auto c = config::LoadConfigFromString(yaml, dir_.Path("cfg.yaml"));
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     config_ = std::move(*c);
@@ -125,8 +130,9 @@ TEST_F(SlurmRunTest, TheLoopEndsWithASummaryOfTheFailedRows) {
       ShardState s(env, dir_.Path("state"), id);
       ASSERT_TRUE(s.MarkRunning({}).ok());
       if (id == 1) {
-        testing::WriteFile(dir_.Path("out/shard_1/errors.jsonl"),
-                           "{\"row_index\":0,\"source\":\"data.jsonl:2\",\"stage\":\"extract\",\"message\":\"no a\"}\n");
+        testing::WriteFile(
+            dir_.Path("out/shard_1/errors.jsonl"),
+            "{\"row_index\":0,\"source\":\"data.jsonl:2\",\"stage\":\"extract\",\"message\":\"no a\"}\n");
       }
       ASSERT_TRUE(s.MarkSuccess(Value(), id == 1 ? 1 : 0).ok());
     }

@@ -30,7 +30,9 @@ SlurmPaths Paths() {
   return p;
 }
 
-bool Has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool Has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 bool HasPrefix(const std::vector<std::string>& v, const std::string& p) {
   return std::any_of(v.begin(), v.end(), [&](const std::string& a) { return a.rfind(p, 0) == 0; });
 }
@@ -46,9 +48,8 @@ TEST(SlurmScriptTest, EveryDirectiveOfTheSpecIsOnTheCommandLine) {
   EXPECT_EQ(a[0], "sbatch");
   EXPECT_EQ(a[1], "--parsable");
   for (const char* x : {"--job-name=mm", "--chdir=/proj", "--output=/proj/reports/R-%x.%A_%a.out",
-                        "--error=/proj/reports/R-%x.%A_%a.err", "--nodes=1", "--ntasks-per-node=1",
-                        "--cpus-per-task=2", "--time=01:00:00", "--account=a-proj", "--reservation=res1",
-                        "--array=0-3"}) {
+                        "--error=/proj/reports/R-%x.%A_%a.err", "--nodes=1", "--ntasks-per-node=1", "--cpus-per-task=2",
+                        "--time=01:00:00", "--account=a-proj", "--reservation=res1", "--array=0-3"}) {
     EXPECT_TRUE(Has(a, x)) << x;
   }
 }

@@ -19,7 +19,8 @@ TEST(FailureReportTest, FirstFailuresSkipWarningsAndCountTheRest) {
   testing::WriteFile(d.Path("a/errors.jsonl"), Line("d.jsonl:2", "extract", "missing key") +
                                                    Line("d.jsonl:3", "generate", "truncated", /*warning=*/true) +
                                                    Line("d.jsonl:4", "render_prompt", "'x' is undefined"));
-  testing::WriteFile(d.Path("b/errors.jsonl"), Line("d.jsonl:9", "extract", "m9") + Line("d.jsonl:10", "extract", "m10"));
+  testing::WriteFile(d.Path("b/errors.jsonl"),
+                     Line("d.jsonl:9", "extract", "m9") + Line("d.jsonl:10", "extract", "m10"));
   auto lines = FirstFailures(Env::Default(), {d.Path("a/errors.jsonl"), d.Path("b/errors.jsonl")}, 2);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0], "d.jsonl:2 [extract] missing key");
@@ -33,10 +34,15 @@ TEST(FailureReportTest, FirstFailuresSkipWarningsAndCountTheRest) {
 
 TEST(FailureReportTest, SummaryCoversEveryShardOfEveryDataset) {
   testing::TempDir d;
-  std::string y = "processors: []\nloading_params:\n  num_shards: 3\n  datasets:\n"
-                  "    - {type: JSONL, path: x.jsonl, output_dir: " + d.Path("o1") + "}\n"
-                  "    - {type: JSONL, path: y.jsonl, output_dir: " + d.Path("o2") + "}\n"
-                  "processing_params:\n  inputs: []\n  outputs: []\n  output_schema: {a: b}\n";
+  std::string y =
+      "processors: []\nloading_params:\n  num_shards: 3\n  datasets:\n"
+      "    - {type: JSONL, path: x.jsonl, output_dir: " +
+      d.Path("o1") +
+      "}\n"
+      "    - {type: JSONL, path: y.jsonl, output_dir: " +
+      d.Path("o2") +
+      "}\n"
+      "processing_params:\n  inputs: []\n  outputs: []\n  output_schema: {a: b}\n";
   config::LoadOptions lo;
   lo.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto c = config::LoadConfigFromString(y, d.Path("c.yaml"), lo);
@@ -44,8 +50,8 @@ TEST(FailureReportTest, SummaryCoversEveryShardOfEveryDataset) {
   EXPECT_EQ(SummarizeFailures(Env::Default(), *c).rows_failed, 0);
   EXPECT_EQ(SummarizeFailures(Env::Default(), *c).Headline(), "");
   testing::WriteFile(d.Path("o1/shard_2/errors.jsonl"), Line("x.jsonl:5", "extract", "e5"));
-  testing::WriteFile(d.Path("o2/shard_0/errors.jsonl"), Line("y.jsonl:1", "render_output", "e1") +
-                                                          Line("y.jsonl:2", "render_output", "e2"));
+  testing::WriteFile(d.Path("o2/shard_0/errors.jsonl"),
+                     Line("y.jsonl:1", "render_output", "e1") + Line("y.jsonl:2", "render_output", "e2"));
   testing::WriteFile(d.Path("o2/shard_1/errors.jsonl"), Line("y.jsonl:7", "generate", "w", /*warning=*/true));
   testing::WriteFile(d.Path("o2/shard_7/errors.jsonl"), Line("y.jsonl:70", "extract", "stale shard"));  // beyond
   FailureSummary s = SummarizeFailures(Env::Default(), *c);

@@ -153,12 +153,12 @@ TEST(ResumeVerifyTest, OutOfRangeNumbersRestartFromScratchWithAWarning) {
       {"offset past the end", [&](Value* j) { split(j)->Set("data_bytes", int64_t{1} << 40); }, "shorter"},
       {"offset not an integer", [&](Value* j) { split(j)->Set("data_bytes", 1e300); }, "committed offset missing"},
       {"more rows than bytes", [&](Value* j) { split(j)->Set("rows_written", int64_t{1000}); }, "out of range"},
-      {"rows beyond the shard", [&](Value* j) {
-         split(j)->Set("rows_done", int64_t{1} << 62);
-       }, "beyond the shard's 100 rows"},
+      {"rows beyond the shard", [&](Value* j) { split(j)->Set("rows_done", int64_t{1} << 62); },
+       "beyond the shard's 100 rows"},
       {"negative rows", [&](Value* j) { split(j)->Set("rows_done", int64_t{-1}); }, "row counts missing, negative"},
       {"rows_failed too large", [&](Value* j) { j->Set("rows_failed", int64_t{99}); }, "rows_failed out of range"},
-      {"errors offset past the end", [&](Value* j) { j->Set("errors_bytes", int64_t{999999}); }, "errors.jsonl: shorter"},
+      {"errors offset past the end", [&](Value* j) { j->Set("errors_bytes", int64_t{999999}); },
+       "errors.jsonl: shorter"},
       {"splits not an array", [&](Value* j) { j->Set("splits", "x"); }, "its splits do not match"},
   };
   for (const auto& c : cases) {
@@ -198,7 +198,8 @@ TEST(ResumeVerifyTest, AJournalOfAnotherIdentitySaysWhatChanged) {
 
 config::Config LoadWith(const std::string& data, const std::string& out, std::optional<std::string> var) {
   std::string y = "processors: []\nloading_params:\n  datasets:\n    - type: JSONL\n      path: " + data +
-                  "\n      output_dir: ${OUT_ROOT}" + out + "\nprocessing_params:\n  inputs: [{name: a, key: a}]\n"
+                  "\n      output_dir: ${OUT_ROOT}" + out +
+                  "\nprocessing_params:\n  inputs: [{name: a, key: a}]\n"
                   "  outputs: []\n  output_schema: {a: '{{ a }}'}\n";
   config::LoadOptions o;
   o.vars = [var](const std::string& name) -> std::optional<std::string> {
@@ -260,7 +261,8 @@ TEST(InputIdentityTest, SlurmVariablesAreNotPartOfTheIdentity) {
   std::string data = d.Path("a.jsonl");
   testing::WriteFile(data, "{\"a\":1}\n");
   std::string y = "processors: []\nloading_params:\n  datasets:\n    - type: JSONL\n      path: " + data +
-                  "\n      output_dir: " + d.Path("o") + "\n  num_shards: 4\n  shard_id: ${SLURM_ARRAY_TASK_ID}\n"
+                  "\n      output_dir: " + d.Path("o") +
+                  "\n  num_shards: 4\n  shard_id: ${SLURM_ARRAY_TASK_ID}\n"
                   "processing_params:\n  inputs: [{name: a, key: a}]\n  outputs: []\n  output_schema: {a: '{{ a }}'}\n";
   auto load = [&](std::optional<std::string> task) {
     config::LoadOptions o;

@@ -15,8 +15,10 @@ namespace mmirage::pipeline {
 namespace {
 
 config::Config MakeConfig(const std::string& processing) {
-  std::string y = "processors: []\nloading_params:\n  datasets: [{type: JSONL, path: d.jsonl, output_dir: o}]\n"
-                  "processing_params:\n" + processing;
+  std::string y =
+      "processors: []\nloading_params:\n  datasets: [{type: JSONL, path: d.jsonl, output_dir: o}]\n"
+      "processing_params:\n" +
+      processing;
   config::LoadOptions o;
   o.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto c = config::LoadConfigFromString(y, "t.yaml", o);
@@ -45,9 +47,10 @@ TEST(RowTransformTest, PlainVariablesKeepEveryJsonType) {
 
 TEST(RowTransformTest, DirectJsonRenderingEqualsTheValuePath) {
   for (const char* remove : {"true", "false"}) {
-    auto c = MakeConfig(std::string("  inputs: [{name: n, key: n}, {name: l, key: l}]\n  outputs: []\n") +
-                        "  remove_columns: " + remove + "\n" +
-                        "  output_schema: {n: '{{ n }}', s: 'x{{ n }}', nested: {l: '{{ l }}', c: [1, '{{ l | length }}']}}\n");
+    auto c = MakeConfig(
+        std::string("  inputs: [{name: n, key: n}, {name: l, key: l}]\n  outputs: []\n") +
+        "  remove_columns: " + remove + "\n" +
+        "  output_schema: {n: '{{ n }}', s: 'x{{ n }}', nested: {l: '{{ l }}', c: [1, '{{ l | length }}']}}\n");
     RowTransform t(&c, Env::Default(), "");
     Value row = Json(R"({"a": "\"q\"", "n": 2.5, "l": [1, "é"]})");
     auto vars = t.Extract(row);
@@ -80,10 +83,16 @@ TEST(RowTransformTest, ExtractFromJsonEqualsParsingTheWholeRow) {
   const std::string rows[] = {
       R"({"q": "héllo", "a": [{"t": 1}, {"t": [2, {"x": null}]}], "meta": {"lang": "fr", "tags": ["g", 1.5]}})",
       R"({"q": "dup", "q": "last wins", "a": [{"t": "x", "t": "y"}], "meta": {"lang": null}, "sp ace": 3})",
-      R"({"q": "no index", "a": {"0": {"t": 1}}, "meta": []})",   // a is not an array: a[0].t is missing
-      R"({"q": "short", "a": [], "meta": {"tags": null}})",          // a[0] out of range
-      R"({"a": [{"t": 1}]})",                                          // q missing: an extract error
-      R"(["not", "an", "object"])", R"("text")", "3", "null", "{bad json", R"({"q": "ÿ"})", "",
+      R"({"q": "no index", "a": {"0": {"t": 1}}, "meta": []})",  // a is not an array: a[0].t is missing
+      R"({"q": "short", "a": [], "meta": {"tags": null}})",      // a[0] out of range
+      R"({"a": [{"t": 1}]})",                                    // q missing: an extract error
+      R"(["not", "an", "object"])",
+      R"("text")",
+      "3",
+      "null",
+      "{bad json",
+      R"({"q": "ÿ"})",
+      "",
   };
   for (const std::string& text : rows) {
     ProcessedBatch whole, fast;
@@ -132,8 +141,9 @@ TEST(RowTransformTest, JmespathTypeErrorIsAnExtractError) {
 TEST(RowTransformTest, ImageInputsResolveAgainstTheBasePath) {
   testing::TempDir d;
   testing::WriteFile(d.Path("imgs/cat.jpg"), "jpeg");
-  auto c = MakeConfig("  inputs: [{name: img, key: image, type: image}]\n  outputs: []\n"
-                      "  output_schema: {img: '{{ img }}'}\n");
+  auto c = MakeConfig(
+      "  inputs: [{name: img, key: image, type: image}]\n  outputs: []\n"
+      "  output_schema: {img: '{{ img }}'}\n");
   RowTransform t(&c, Env::Default(), d.Path("imgs"));
   auto ok = t.Extract(Json(R"({"image": "cat.jpg"})"));
   ASSERT_TRUE(ok.ok) << ok.error.message;
@@ -152,8 +162,9 @@ TEST(RowBatchesTest, OutputOrderIsInputOrderWhateverTheThreads) {
   std::string text;
   for (int i = 0; i < 5000; ++i) text += i % 97 == 0 ? "oops\n" : "{\"i\":" + std::to_string(i) + "}\n";
   testing::WriteFile(d.Path("d.jsonl"), text);
-  auto c = MakeConfig("  inputs: [{name: i, key: i}]\n  outputs: []\n  remove_columns: true\n"
-                      "  output_schema: {i: '{{ i }}'}\n");
+  auto c = MakeConfig(
+      "  inputs: [{name: i, key: i}]\n  outputs: []\n  remove_columns: true\n"
+      "  output_schema: {i: '{{ i }}'}\n");
   RowTransform t(&c, Env::Default(), "");
   DatasetPart part{"", {d.Path("d.jsonl")}};
   RowStream stream(Env::Default(), part, RowRange{0, UINT64_MAX});
@@ -184,9 +195,8 @@ TEST(RowBatchesTest, ASinkErrorStopsThePipeline) {
   RowTransform t(&c, Env::Default(), "");
   RowStream stream(Env::Default(), DatasetPart{"", {d.Path("d.jsonl")}}, RowRange{0, UINT64_MAX});
   int calls = 0;
-  Status s = RunRowBatches(&stream, t, RowBatchOptions{2, 10, 2}, [&](ProcessedBatch&) {
-    return ++calls == 3 ? Status::IOError("disk full") : Status::OK();
-  });
+  Status s = RunRowBatches(&stream, t, RowBatchOptions{2, 10, 2},
+                           [&](ProcessedBatch&) { return ++calls == 3 ? Status::IOError("disk full") : Status::OK(); });
   EXPECT_TRUE(s.IsIOError());
   EXPECT_EQ(calls, 3);
 }
@@ -200,8 +210,9 @@ class ThrowingEnv : public testing::CountingEnv {
 TEST(RowBatchesTest, AnExceptionFailsTheRunAsInternalInsteadOfBecomingARowError) {
   testing::TempDir d;
   testing::WriteFile(d.Path("d.jsonl"), "{\"image\":\"a.png\"}\n{\"image\":\"b.png\"}\n");
-  auto c = MakeConfig("  inputs: [{name: img, key: image, type: image}]\n  outputs: []\n"
-                      "  output_schema: {img: '{{ img }}'}\n");
+  auto c = MakeConfig(
+      "  inputs: [{name: img, key: image, type: image}]\n  outputs: []\n"
+      "  output_schema: {img: '{{ img }}'}\n");
   ThrowingEnv env;
   RowTransform t(&c, &env, d.path());
   RowStream stream(Env::Default(), DatasetPart{"", {d.Path("d.jsonl")}}, RowRange{0, UINT64_MAX});
@@ -300,8 +311,9 @@ TEST(ShardWriterTest, TwoWritersOfOneShardExcludeEachOther) {
 TEST(RowTransformTest, ImageValuesResolveAsPathsDataUrisBytesAndStructs) {
   mmirage::testing::TempDir dir;
   mmirage::testing::WriteFile(dir.Path("imgs/cat.jpg"), "\xFF\xD8\xFF");
-  auto c = MakeConfig("  inputs: [{name: img, key: img, type: image}]\n  outputs: []\n"
-                      "  remove_columns: true\n  output_schema: {img: '{{ img }}'}\n");
+  auto c = MakeConfig(
+      "  inputs: [{name: img, key: img, type: image}]\n  outputs: []\n"
+      "  remove_columns: true\n  output_schema: {img: '{{ img }}'}\n");
   RowTransform t(&c, Env::Default(), dir.Path("imgs"));
   auto ok = [&](const std::string& row) {
     auto r = t.Extract(Json(row));

@@ -22,7 +22,8 @@ struct SyncCount {
 SyncCount RunCounted(int rows, int commit_every) {
   testing::TempDir d;
   std::string data;
-  for (int i = 0; i < rows; ++i) data += "{\"id\": " + std::to_string(i) + ", \"t\": \"row " + std::to_string(i) + "\"}\n";
+  for (int i = 0; i < rows; ++i)
+    data += "{\"id\": " + std::to_string(i) + ", \"t\": \"row " + std::to_string(i) + "\"}\n";
   testing::WriteFile(d.Path("d.jsonl"), data);
   std::string y = "processors: []\nloading_params:\n  datasets: [{type: JSONL, path: " + d.Path("d.jsonl") +
                   ", output_dir: " + d.Path("out") + ", output_format: jsonl}]\n  state_dir: " + d.Path("state") +
@@ -41,23 +42,21 @@ SyncCount RunCounted(int rows, int commit_every) {
   o.quiet = true;
   auto r = RunShard(o);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (r.ok()) {
-    EXPECT_EQ(r->rows_written, rows);
-  }
+  if (r.ok()) { EXPECT_EQ(r->rows_written, rows); }
   EXPECT_EQ(env.syncs_of("heartbeat"), 0);
   EXPECT_EQ(env.syncs_of("progress.json"), 0);
-  return {env.syncs(), env.writes("progress.json"),
-          env.syncs_of("status.json") + env.syncs_of(".RUNNING") + env.syncs_of(".SUCCESS") +
-              env.syncs_of("attempts.log")};
+  return {
+      env.syncs(), env.writes("progress.json"),
+      env.syncs_of("status.json") + env.syncs_of(".RUNNING") + env.syncs_of(".SUCCESS") + env.syncs_of("attempts.log")};
 }
 
 TEST(ShardRunnerIoTest, SyncsGrowWithCommitsNotWithRows) {
   // Model-free rows flow in batches of 2048 rows; commit_every_rows: 1 commits after each batch.
-  SyncCount ten = RunCounted(10 * 2048, 1);     // 10 commits (+ publish)
-  SyncCount twenty = RunCounted(20 * 2048, 1);  // 20 commits
+  SyncCount ten = RunCounted(10 * 2048, 1);        // 10 commits (+ publish)
+  SyncCount twenty = RunCounted(20 * 2048, 1);     // 20 commits
   SyncCount one = RunCounted(20 * 2048, 1000000);  // the same rows, committed once, when published
-  std::printf("syncs: 10 commits %d, 20 commits %d, 1 commit %d (state files %d); progress.json writes %d\n",
-              ten.syncs, twenty.syncs, one.syncs, ten.state_syncs, twenty.progress_writes);
+  std::printf("syncs: 10 commits %d, 20 commits %d, 1 commit %d (state files %d); progress.json writes %d\n", ten.syncs,
+              twenty.syncs, one.syncs, ten.state_syncs, twenty.progress_writes);
   // The attempt's start and end: attempts.log, status.json twice, two markers.
   EXPECT_LE(ten.state_syncs, 5);
   EXPECT_EQ(ten.state_syncs, one.state_syncs);

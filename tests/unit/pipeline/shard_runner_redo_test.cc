@@ -27,19 +27,25 @@ TEST(ShardRunnerRedoTest, RedoingFailedRowsHonoursBatchSize) {
   for (int i = 0; i < kRows; ++i) rows += "{\"id\":" + std::to_string(i) + "}\n";
   testing::WriteFile(d.Path("data.jsonl"), rows);
   testing::WriteFile(d.Path("fake.gguf"), "not read: the engine is injected");
-  const std::string yaml =
-      "processors: [{type: llm, server_args: {model_path: " + d.Path("fake.gguf") + "}}]\n"
-      "loading_params:\n"
-      "  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") + ", output_dir: " + d.Path("out") +
-      ", output_format: jsonl}]\n"
-      "  batch_size: " + std::to_string(kRows) + "\n"
-      "  state_dir: " + d.Path("state") + "\n"
-      "processing_params:\n"
-      "  inputs: [{name: id, key: id}]\n"
-      "  outputs: [{name: a, type: llm, prompt: 'Q{{ id }}'}]\n"
-      "  remove_columns: true\n"
-      "  output_schema: {id: '{{ id }}', a: '{{ a }}'}\n"
-      "execution_params: {max_failed_rows: " + std::to_string(kRows) + ", cache: off}\n";
+  const std::string yaml = "processors: [{type: llm, server_args: {model_path: " + d.Path("fake.gguf") +
+                           "}}]\n"
+                           "loading_params:\n"
+                           "  datasets: [{type: JSONL, path: " +
+                           d.Path("data.jsonl") + ", output_dir: " + d.Path("out") +
+                           ", output_format: jsonl}]\n"
+                           "  batch_size: " +
+                           std::to_string(kRows) +
+                           "\n"
+                           "  state_dir: " +
+                           d.Path("state") +
+                           "\n"
+                           "processing_params:\n"
+                           "  inputs: [{name: id, key: id}]\n"
+                           "  outputs: [{name: a, type: llm, prompt: 'Q{{ id }}'}]\n"
+                           "  remove_columns: true\n"
+                           "  output_schema: {id: '{{ id }}', a: '{{ a }}'}\n"
+                           "execution_params: {max_failed_rows: " +
+                           std::to_string(kRows) + ", cache: off}\n";
   config::LoadOptions lo;
   lo.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto config = config::LoadConfigFromString(yaml, d.Path("cfg.yaml"), lo);

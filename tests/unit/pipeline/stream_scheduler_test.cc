@@ -18,10 +18,11 @@ class FakeEngine : public testing::FakeEngine {
 };
 
 config::Config MakeConfig(const std::string& outputs, const std::string& schema) {
-  std::string y = "processors: [{type: llm, server_args: {model_path: fake.gguf}}]\n"
-                  "loading_params:\n  datasets: [{type: JSONL, path: d.jsonl, output_dir: o}]\n"
-                  "processing_params:\n  inputs: [{name: i, key: i}]\n  outputs:\n" + outputs +
-                  "  remove_columns: true\n  output_schema: " + schema + "\n";
+  std::string y =
+      "processors: [{type: llm, server_args: {model_path: fake.gguf}}]\n"
+      "loading_params:\n  datasets: [{type: JSONL, path: d.jsonl, output_dir: o}]\n"
+      "processing_params:\n  inputs: [{name: i, key: i}]\n  outputs:\n" +
+      outputs + "  remove_columns: true\n  output_schema: " + schema + "\n";
   config::LoadOptions o;
   o.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto c = config::LoadConfigFromString(y, "t.yaml", o);
@@ -53,11 +54,14 @@ struct Harness {
     StreamOptions so;
     so.window = window;
     so.flush_rows = 5;
-    Status s = RunStreaming(&stream, t, gen->get(), so, [&](ProcessedBatch& b) {
-      all += b.lines;
-      for (auto& f : b.failures) failures.push_back(f);
-      return Status::OK();
-    }, &totals);
+    Status s = RunStreaming(
+        &stream, t, gen->get(), so,
+        [&](ProcessedBatch& b) {
+          all += b.lines;
+          for (auto& f : b.failures) failures.push_back(f);
+          return Status::OK();
+        },
+        &totals);
     if (engine_out) *engine_out = engine;
     (*gen)->Shutdown();
     return s;
@@ -73,14 +77,17 @@ engine::Completion Text(std::string s, int64_t prompt_tokens = 3, int64_t comple
 }
 
 TEST(StreamSchedulerTest, ChainedOutputsInInputOrderDespiteOutOfOrderCompletions) {
-  auto c = MakeConfig("    - {name: a, type: llm, prompt: 'A{{ i }}'}\n"
-                      "    - {name: b, type: llm, prompt: 'B{{ a }}'}\n",
-                      "{i: '{{ i }}', b: '{{ b }}'}");
+  auto c = MakeConfig(
+      "    - {name: a, type: llm, prompt: 'A{{ i }}'}\n"
+      "    - {name: b, type: llm, prompt: 'B{{ a }}'}\n",
+      "{i: '{{ i }}', b: '{{ b }}'}");
   Harness h;
-  Status s = h.Run(c, [](const engine::Request& r, int) { return Text(" <" + r.prompt + "> "); }, 200, 16, nullptr);
+  Status s = h.Run(
+      c, [](const engine::Request& r, int) { return Text(" <" + r.prompt + "> "); }, 200, 16, nullptr);
   ASSERT_TRUE(s.ok()) << s.message();
   std::string expected;
-  for (int i = 0; i < 200; ++i) expected += "{\"i\":" + std::to_string(i) + ",\"b\":\"<B<A" + std::to_string(i) + ">>\"}\n";
+  for (int i = 0; i < 200; ++i)
+    expected += "{\"i\":" + std::to_string(i) + ",\"b\":\"<B<A" + std::to_string(i) + ">>\"}\n";
   EXPECT_EQ(h.all, expected);
   EXPECT_TRUE(h.failures.empty());
   EXPECT_EQ(h.totals.generations, 400);
@@ -92,14 +99,17 @@ TEST(StreamSchedulerTest, TheWindowBoundsRowsInFlight) {
   auto c = MakeConfig("    - {name: a, type: llm, prompt: '{{ i }}'}\n", "{a: '{{ a }}'}");
   Harness h;
   FakeEngine* engine = nullptr;
-  ASSERT_TRUE(h.Run(c, [](const engine::Request& r, int) { return Text(r.prompt); }, 300, 7, &engine).ok());
+  ASSERT_TRUE(h.Run(
+                   c, [](const engine::Request& r, int) { return Text(r.prompt); }, 300, 7, &engine)
+                  .ok());
   EXPECT_EQ(std::count(h.all.begin(), h.all.end(), '\n'), 300);
 }
 
 TEST(StreamSchedulerTest, InvalidJsonIsRegeneratedThenRecordedNeverBlank) {
-  auto c = MakeConfig("    - {name: j, type: llm, output_type: JSON, output_schema: {n: {type: int, min: 0, max: 9}},\n"
-                      "       prompt: '{{ i }}', generation_retries: 1}\n",
-                      "{i: '{{ i }}', n: '{{ j.n }}'}");
+  auto c = MakeConfig(
+      "    - {name: j, type: llm, output_type: JSON, output_schema: {n: {type: int, min: 0, max: 9}},\n"
+      "       prompt: '{{ i }}', generation_retries: 1}\n",
+      "{i: '{{ i }}', n: '{{ j.n }}'}");
   Harness h;
   // Row i: odd rows return bad JSON first and good JSON on retry; rows divisible by 10 are always out of range.
   std::mutex mu;
@@ -177,8 +187,8 @@ TEST(StreamSchedulerTest, AnErrorLeavesTheBorrowedGeneratorToItsOwner) {
   so.window = 16;
   so.flush_rows = 2;
   StreamTotals totals;
-  Status s = RunStreaming(&stream, t, gen->get(), so, [](ProcessedBatch&) { return Status::IOError("disk full"); },
-                          &totals);
+  Status s = RunStreaming(
+      &stream, t, gen->get(), so, [](ProcessedBatch&) { return Status::IOError("disk full"); }, &totals);
   EXPECT_TRUE(s.IsIOError()) << s.ToString();
   EXPECT_EQ(shutdowns.load(), 0);
   (*gen)->Shutdown();  // the owner's call; late completions of abandoned rows must find nothing freed

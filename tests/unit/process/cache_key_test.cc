@@ -87,6 +87,5 @@ TEST(CacheKeyTest, ModelIdentityFollowsTheFileAndTheEndpoint) {
   EXPECT_NE(*x, *y);
 }
 
-
 }  // namespace
 }  // namespace mmirage::process

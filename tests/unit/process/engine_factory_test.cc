@@ -91,12 +91,14 @@ TEST(EngineFactoryTest, SglangCommandCarriesServerArgsAndExtrasAsFlags) {
 }
 
 TEST(EngineFactoryTest, VllmCommandRenamesTheSglangKeys) {
-  config::Processor p = Llm("vllm", R"({"max_running_requests": 64, "context_length": 8192, "gpu_memory_utilization": 0.9})");
+  config::Processor p =
+      Llm("vllm", R"({"max_running_requests": 64, "context_length": 8192, "gpu_memory_utilization": 0.9})");
   p.llm.trust_remote_code = false;
   auto argv = BuildServerCommand(p, 99, "/m", "");
   ASSERT_TRUE(argv.ok());
-  EXPECT_EQ(Join(*argv), "vllm serve /m --host 127.0.0.1 --port 99 --tensor-parallel-size 1 --max-num-seqs 64 "
-                         "--max-model-len 8192 --gpu-memory-utilization 0.9");
+  EXPECT_EQ(Join(*argv),
+            "vllm serve /m --host 127.0.0.1 --port 99 --tensor-parallel-size 1 --max-num-seqs 64 "
+            "--max-model-len 8192 --gpu-memory-utilization 0.9");
 }
 
 TEST(EngineFactoryTest, LlamaServerCommandSizesSlotsAndContext) {
@@ -104,10 +106,12 @@ TEST(EngineFactoryTest, LlamaServerCommandSizesSlotsAndContext) {
                                                 "prefix_reuse": true, "n_gpu_layers": 99})");
   auto argv = BuildServerCommand(p, 7, "/models/m.gguf", "/opt/mmirage/build");
   ASSERT_TRUE(argv.ok());
-  EXPECT_EQ(Join(*argv), "/opt/mmirage/build/llama-server -m /models/m.gguf --host 127.0.0.1 --port 7 -np 4 "
-                         "-c 2048 --threads 2 --n-gpu-layers 99");
+  EXPECT_EQ(Join(*argv),
+            "/opt/mmirage/build/llama-server -m /models/m.gguf --host 127.0.0.1 --port 7 -np 4 "
+            "-c 2048 --threads 2 --n-gpu-layers 99");
   config::Processor d = Llm("llama-server");
-  EXPECT_EQ(Join(*BuildServerCommand(d, 7, "/m", "/b")), "/b/llama-server -m /m --host 127.0.0.1 --port 7 -np 8 -c 32768");
+  EXPECT_EQ(Join(*BuildServerCommand(d, 7, "/m", "/b")),
+            "/b/llama-server -m /m --host 127.0.0.1 --port 7 -np 8 -c 32768");
 }
 
 TEST(EngineFactoryTest, LlamaServerGetsTheProjectorAndOnlyTemplateFiles) {
@@ -133,7 +137,6 @@ TEST(EngineFactoryTest, AGivenServerCommandIsUsedVerbatimWithSubstitutions) {
   p.llm.server_command = {"exec my-server --port {port} --port2 {port}"};
   EXPECT_EQ(Join(*BuildServerCommand(p, 5000, "/m", "")), "/bin/sh -c exec my-server --port 5000 --port2 5000");
 }
-
 
 // Issue #13 item 8: in a one-string server_command, {model_path} (and {port}) reach the server verbatim, whatever
 // the path holds and whatever quotes the user put around the placeholder; nothing in the path runs.

@@ -53,9 +53,10 @@ TEST(ImageGenBodyTest, FollowsTheOriginalsRules) {
   o.width = 1024;
   auto body = BuildImageRequestBody(p, o, "flux", "a cat", "blurry", 42);
   ASSERT_TRUE(body.ok()) << body.status().message();
-  EXPECT_EQ(*body,
-            R"({"prompt":"a cat","n":1,"response_format":"b64_json","model":"flux","negative_prompt":"blurry","seed":42,)"
-            R"("size":"1024x128","num_inference_steps":30,"guidance_scale":4.0,"output-quality":80,"scheduler":"ddim"})");
+  EXPECT_EQ(
+      *body,
+      R"({"prompt":"a cat","n":1,"response_format":"b64_json","model":"flux","negative_prompt":"blurry","seed":42,)"
+      R"("size":"1024x128","num_inference_steps":30,"guidance_scale":4.0,"output-quality":80,"scheduler":"ddim"})");
   const config::ImageGenProcessor none;
   const config::OutputVar plain_out;
   auto plain = BuildImageRequestBody(none, plain_out, "", "x", "", std::nullopt);

@@ -14,12 +14,13 @@ namespace mmirage::process::image_gen {
 namespace {
 
 config::Config ImageGenConfig(const std::string& base_url, const std::string& images_dir) {
-  std::string y = "processors:\n  - type: image_gen\n    backend: external\n    external:\n      base_url: " +
-                  base_url + "\n      timeout_seconds: 30\n    output_dir: " + images_dir + "\n" +
-                  "loading_params:\n  datasets: [{type: JSONL, path: d.jsonl, output_dir: o}]\n"
-                  "processing_params:\n  inputs: [{name: text, key: text}]\n"
-                  "  outputs:\n    - {name: img, type: image_gen, prompt: 'draw {{ text }}'}\n"
-                  "  output_schema: {img: '{{ img }}'}\n";
+  std::string y =
+      "processors:\n  - type: image_gen\n    backend: external\n    external:\n      base_url: " + base_url +
+      "\n      timeout_seconds: 30\n    output_dir: " + images_dir + "\n" +
+      "loading_params:\n  datasets: [{type: JSONL, path: d.jsonl, output_dir: o}]\n"
+      "processing_params:\n  inputs: [{name: text, key: text}]\n"
+      "  outputs:\n    - {name: img, type: image_gen, prompt: 'draw {{ text }}'}\n"
+      "  output_schema: {img: '{{ img }}'}\n";
   config::LoadOptions o;
   o.vars = [](const std::string&) { return std::optional<std::string>(); };
   auto c = config::LoadConfigFromString(y, "t.yaml", o);
@@ -49,8 +50,7 @@ TEST(ImageGenProcessorTest, WritesImagesThroughTheInjectedEnv) {
   (*proc)->Shutdown();
   EXPECT_TRUE(fs.crashed());
   ASSERT_FALSE(r.status.ok());
-  EXPECT_NE(r.status.message().find("cannot write " + d.Path("work/images/")), std::string::npos)
-      << r.status.message();
+  EXPECT_NE(r.status.message().find("cannot write " + d.Path("work/images/")), std::string::npos) << r.status.message();
 }
 
 }  // namespace

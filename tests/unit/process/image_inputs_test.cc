@@ -19,7 +19,8 @@ std::string Rendered(const std::string& text_with_names, const std::vector<std::
   std::string s = text_with_names;
   for (const auto& n : names) {
     const std::string token = "{{" + n + "}}";
-    for (size_t p = s.find(token); p != std::string::npos; p = s.find(token)) s.replace(p, token.size(), ImagePlaceholder(n));
+    for (size_t p = s.find(token); p != std::string::npos; p = s.find(token))
+      s.replace(p, token.size(), ImagePlaceholder(n));
   }
   return s;
 }

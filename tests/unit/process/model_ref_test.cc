@@ -46,9 +46,9 @@ TEST(ParseHfModelRefTest, RevisionAndNestedPath) {
 }
 
 TEST(ParseHfModelRefTest, MalformedReferencesAreInvalidArguments) {
-  for (const char* bad : {"hf://only-owner", "hf://", "hf://a/b", "hf://a/b/", "hf:///b/c", "hf://a//c",
-                          "hf://a/b@/c", "hf://a/b/../c", "hf://a/b/c//d", "hf://a/b/./c", "hf://a b/c/d",
-                          "hf://../b/c", "/local/model.gguf"}) {
+  for (const char* bad :
+       {"hf://only-owner", "hf://", "hf://a/b", "hf://a/b/", "hf:///b/c", "hf://a//c", "hf://a/b@/c", "hf://a/b/../c",
+        "hf://a/b/c//d", "hf://a/b/./c", "hf://a b/c/d", "hf://../b/c", "/local/model.gguf"}) {
     auto r = ParseHfModelRef(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_TRUE(r.status().IsInvalidArgument()) << bad;
@@ -98,8 +98,8 @@ TEST_F(ResolveModelPathTest, DownloadsIntoTheCacheThenResolvesWithoutNetwork) {
   const LogLevel saved_level = GetLogLevel();
   SetLogLevel(LogLevel::kDebug);
   ::testing::internal::CaptureStderr();
-  auto r = ResolveModelPath(Env::Default(), "hf://Qwen/Tiny-GGUF/sub/tiny.gguf",
-                            HubVars({{"HF_TOKEN", "hf_secret_token"}}));
+  auto r =
+      ResolveModelPath(Env::Default(), "hf://Qwen/Tiny-GGUF/sub/tiny.gguf", HubVars({{"HF_TOKEN", "hf_secret_token"}}));
   const std::string log = ::testing::internal::GetCapturedStderr();
   SetLogLevel(saved_level);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -142,8 +142,7 @@ TEST_F(ResolveModelPathTest, Http404IsAOneLineErrorNamingTheUrlAndLeavesNothing)
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsNotFound()) << r.status().message();
   EXPECT_EQ(r.status().message(),
-            "cannot download hf://o/r/missing.gguf (" + server_->Url("/o/r/resolve/main/missing.gguf") +
-                "): HTTP 404");
+            "cannot download hf://o/r/missing.gguf (" + server_->Url("/o/r/resolve/main/missing.gguf") + "): HTTP 404");
   const std::string dest = cache_ + "/hf/o/r/main/missing.gguf";
   EXPECT_FALSE(testing::Exists(dest));
   EXPECT_FALSE(testing::Exists(dest + ".part"));
@@ -157,8 +156,7 @@ TEST_F(ResolveModelPathTest, UnreachableNetworkSuggestsDownloadingByHand) {
   ASSERT_FALSE(r.ok());
   const std::string msg = r.status().message();
   EXPECT_TRUE(r.status().IsUnavailable()) << msg;
-  EXPECT_EQ(msg.rfind("cannot download hf://o/r/m.gguf (" + endpoint + "/o/r/resolve/main/m.gguf): ", 0), 0u)
-      << msg;
+  EXPECT_EQ(msg.rfind("cannot download hf://o/r/m.gguf (" + endpoint + "/o/r/resolve/main/m.gguf): ", 0), 0u) << msg;
   EXPECT_NE(msg.find("network unreachable"), std::string::npos) << msg;
   EXPECT_NE(msg.find("download the file by hand and set server_args.model_path"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;

@@ -99,8 +99,9 @@ TEST_F(JmespathTest, TypeErrorsAreRuntimeErrors) {
 }
 
 TEST_F(JmespathTest, ExpressionWhereValueExpectedIsATypeError) {
-  EXPECT_EQ(Eval("length(&a)", "{}"), "ERROR: invalid-type: function 'length()' expected string or array or "
-                                      "object, got expression");
+  EXPECT_EQ(Eval("length(&a)", "{}"),
+            "ERROR: invalid-type: function 'length()' expected string or array or "
+            "object, got expression");
   EXPECT_EQ(Eval("sort_by(@, a)", "[]"),
             "ERROR: invalid-type: function 'sort_by()' expected expression as argument 2, got null");
   EXPECT_EQ(Eval("sort_by(@, &a)", R"([{"a":1},{"a":"x"}])"),
@@ -168,9 +169,10 @@ TEST_F(JmespathTest, ResultsOfTemporariesAreCopiedOut) {
 
 TEST_F(JmespathTest, StringsAreCodePointAware) {
   EXPECT_EQ(Eval("length(s)", R"({"s":"h\u00e9llo\u2713"})"), "6");
-  EXPECT_EQ(Eval("reverse(s)", R"({"s":"a\u00e9\ud834\udd1e"})"), "\"\xf0\x9d\x84\x9e\xc3\xa9" "a\"");
-  EXPECT_EQ(Eval("sort(@)", R"(["\u00e9","z","a","\ud834\udd1e"])"),
-            "[\"a\",\"z\",\"\xc3\xa9\",\"\xf0\x9d\x84\x9e\"]");
+  EXPECT_EQ(Eval("reverse(s)", R"({"s":"a\u00e9\ud834\udd1e"})"),
+            "\"\xf0\x9d\x84\x9e\xc3\xa9"
+            "a\"");
+  EXPECT_EQ(Eval("sort(@)", R"(["\u00e9","z","a","\ud834\udd1e"])"), "[\"a\",\"z\",\"\xc3\xa9\",\"\xf0\x9d\x84\x9e\"]");
 }
 
 TEST_F(JmespathTest, NumbersKeepIntOrDouble) {

@@ -72,7 +72,9 @@ std::string Config(const std::string& extra_engine_args) {
          "    server_args:\n"
          "      model_path: m.gguf\n"
          "      extra_engine_args:\n"
-         "        " + extra_engine_args + "\n"
+         "        " +
+         extra_engine_args +
+         "\n"
          "loading_params:\n"
          "  datasets: [{path: a.jsonl, type: JSONL, output_dir: out}]\n"
          "processing_params:\n"

@@ -107,12 +107,12 @@ TEST(Issue13Template, EmptyTimesHugeIsInstant) {
 }
 
 TEST(Issue13Template, HugePaddingsAreErrors) {
-  for (const char* src : {"{{ 'x'|center(1000000000000) }}", "{{ 'x'.center(1000000000000) }}",
-                          "{{ 'x'.ljust(1000000000000) }}", "{{ 'x'.rjust(1000000000000) }}",
-                          "{{ 'x'.zfill(1000000000000) }}", "{{ 'a\nb'|indent(1000000000000) }}",
-                          "{{ 'a\tb'.expandtabs(1000000000000) }}", "{{ 'x'|truncate(1000000000000) }}",
-                          "{{ 'abc'.replace('', 'x' * 100000000) }}", "{{ 'a b'|wordwrap(1000000000000) }}",
-                          "{{ 'x'|center(9223372036854775807) }}", "{{ 'a\nb'|indent(9223372036854775807) }}"}) {
+  for (const char* src :
+       {"{{ 'x'|center(1000000000000) }}", "{{ 'x'.center(1000000000000) }}", "{{ 'x'.ljust(1000000000000) }}",
+        "{{ 'x'.rjust(1000000000000) }}", "{{ 'x'.zfill(1000000000000) }}", "{{ 'a\nb'|indent(1000000000000) }}",
+        "{{ 'a\tb'.expandtabs(1000000000000) }}", "{{ 'x'|truncate(1000000000000) }}",
+        "{{ 'abc'.replace('', 'x' * 100000000) }}", "{{ 'a b'|wordwrap(1000000000000) }}",
+        "{{ 'x'|center(9223372036854775807) }}", "{{ 'a\nb'|indent(9223372036854775807) }}"}) {
     std::string r = Render(src);
     EXPECT_TRUE(IsErr(r) || r.size() < (1u << 20)) << src << " -> " << r.substr(0, 200);
   }
@@ -122,8 +122,7 @@ TEST(Issue13Template, HugeRangesBatchesAndSlicesAreErrors) {
   EXPECT_TRUE(IsErr(Render("{{ range(1000000000000)|list|length }}"), "too large"));
   const char* m = R"({"m": -9223372036854775808})";
   EXPECT_TRUE(IsErr(Render("{{ range(m, 9223372036854775807)|list|length }}", m), "too large"));
-  EXPECT_EQ(Render("{{ range(0, 9223372036854775807, 4611686018427387904)|list }}"),
-            "OK:[0, 4611686018427387904]");
+  EXPECT_EQ(Render("{{ range(0, 9223372036854775807, 4611686018427387904)|list }}"), "OK:[0, 4611686018427387904]");
   EXPECT_EQ(Render("{{ range(9223372036854775807, m, -9223372036854775807)|list|length }}", m), "OK:3");
   EXPECT_EQ(Render("{{ [1, 2, 3]|batch(1000000000000)|list }}"), "OK:[[1, 2, 3]]");
   EXPECT_TRUE(IsErr(Render("{{ [1, 2, 3]|batch(1000000000000, 'x')|list }}"), "too large"));
@@ -201,14 +200,17 @@ TEST(Issue13Template, DeepNestingAtParseTimeIsAnError) {
 TEST(Issue13Template, DeepNestingAtRenderTimeIsAnError) {
   EXPECT_TRUE(IsErr(Render("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"), "recursion"));
   // A value nested deeper than any printer can walk: built by the template itself.
-  std::string r = Render("{% set ns = namespace(x=1) %}{% for i in range(200000) %}{% set ns.x = [ns.x] %}{% endfor %}"
-                         "{{ ns.x }}");
+  std::string r = Render(
+      "{% set ns = namespace(x=1) %}{% for i in range(200000) %}{% set ns.x = [ns.x] %}{% endfor %}"
+      "{{ ns.x }}");
   EXPECT_TRUE(IsErr(r, "too deep")) << r.substr(0, 200);
-  r = Render("{% set ns = namespace(x=1) %}{% for i in range(200000) %}{% set ns.x = [ns.x] %}{% endfor %}"
-             "{{ ns.x|tojson }}");
+  r = Render(
+      "{% set ns = namespace(x=1) %}{% for i in range(200000) %}{% set ns.x = [ns.x] %}{% endfor %}"
+      "{{ ns.x|tojson }}");
   EXPECT_TRUE(IsErr(r, "too deep")) << r.substr(0, 200);
-  r = Render("{% set ns = namespace(x=1) %}{% for i in range(200000) %}{% set ns.x = {'a': ns.x} %}{% endfor %}"
-             "{{ ns.x == ns.x }}");
+  r = Render(
+      "{% set ns = namespace(x=1) %}{% for i in range(200000) %}{% set ns.x = {'a': ns.x} %}{% endfor %}"
+      "{{ ns.x == ns.x }}");
   EXPECT_TRUE(IsErr(r, "too deep") || r == "OK:True") << r.substr(0, 200);
   // Deep data from a row prints (simdjson accepts up to 1024 levels).
   std::string deep = Rep("[", 1000) + Rep("]", 1000);
@@ -224,15 +226,26 @@ TEST(Issue13Template, RendersOnSmallWorkerThreadsDoNotOverflow) {
   EXPECT_TRUE(IsErr(r, "too deep"));
 }
 
-// ---- JMESPath --------------------------------------------------------------------------------------------------------
+// ---- JMESPath
+// --------------------------------------------------------------------------------------------------------
 TEST(Issue13Jmespath, DeepNestingIsAnError) {
   const size_t n = 100000;
   std::vector<std::string> exprs = {
-      Rep("(", n) + "a" + Rep(")", n), Rep("[", n) + "a" + Rep("]", n), Rep("!", n) + "a",
-      "a" + Rep(".a", n),              "a" + Rep("|a", n),              "a" + Rep("[0]", n),
-      "a" + Rep("[*]", n),             "a" + Rep("[]", n),              "a" + Rep(" || a", n),
-      "a" + Rep(" && a", n),           Rep("{a: ", n) + "a" + Rep("}", n), Rep("abs(", n) + "a" + Rep(")", n),
-      "a" + Rep("[?a]", n),            Rep("& ", n) + "a",               "a" + Rep(".b[0].c", n),
+      Rep("(", n) + "a" + Rep(")", n),
+      Rep("[", n) + "a" + Rep("]", n),
+      Rep("!", n) + "a",
+      "a" + Rep(".a", n),
+      "a" + Rep("|a", n),
+      "a" + Rep("[0]", n),
+      "a" + Rep("[*]", n),
+      "a" + Rep("[]", n),
+      "a" + Rep(" || a", n),
+      "a" + Rep(" && a", n),
+      Rep("{a: ", n) + "a" + Rep("}", n),
+      Rep("abs(", n) + "a" + Rep(")", n),
+      "a" + Rep("[?a]", n),
+      Rep("& ", n) + "a",
+      "a" + Rep(".b[0].c", n),
   };
   for (const auto& e : exprs) {
     std::string r = Query(e, R"({"a": 1})");

@@ -54,16 +54,16 @@ class ProgressWriterTest : public ::testing::Test {
 TEST_F(ProgressWriterTest, WritesFollowTheClockAndNeverSync) {
   {
     ShardProgressWriter w(Options());
-    EXPECT_EQ(env_.writes("heartbeat"), 1);      // at the start
+    EXPECT_EQ(env_.writes("heartbeat"), 1);  // at the start
     EXPECT_EQ(env_.writes("progress.json"), 1);
-    WaitTicks(50);                                // many ticks, no time passes: nothing is rewritten
+    WaitTicks(50);  // many ticks, no time passes: nothing is rewritten
     EXPECT_EQ(env_.writes("heartbeat"), 1);
     EXPECT_EQ(env_.writes("progress.json"), 1);
     env_.AdvanceSeconds(4.9);
     WaitTicks(3);
     EXPECT_EQ(env_.writes("heartbeat"), 1);
     EXPECT_EQ(env_.writes("progress.json"), 1);
-    env_.AdvanceSeconds(0.2);                     // 5.1 s: one heartbeat, one progress.json
+    env_.AdvanceSeconds(0.2);  // 5.1 s: one heartbeat, one progress.json
     WaitTicks(3);
     EXPECT_EQ(env_.writes("heartbeat"), 2);
     EXPECT_EQ(env_.writes("progress.json"), 2);

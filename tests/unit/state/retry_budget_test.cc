@@ -29,13 +29,13 @@ TEST(RetryBudgetTest, AttemptsThatMakeProgressAreFree) {
 
 TEST(RetryBudgetTest, AttemptsWithoutProgressAreSpentAndPoisonStops) {
   testing::TempDir d;
-  Attempt(d.path(), 5);   // progress: free
-  Attempt(d.path(), 5);   // none: spent
-  Attempt(d.path(), 5);   // none: spent
+  Attempt(d.path(), 5);  // progress: free
+  Attempt(d.path(), 5);  // none: spent
+  Attempt(d.path(), 5);  // none: spent
   ShardRecord r = ShardState(Env::Default(), d.path(), 0).Read();
   EXPECT_EQ(r.retry_count, 3);
   EXPECT_EQ(r.attempts_spent, 2);
-  Attempt(d.path(), 9);   // progress again: the budget is refunded
+  Attempt(d.path(), 9);  // progress again: the budget is refunded
   r = ShardState(Env::Default(), d.path(), 0).Read();
   EXPECT_EQ(r.attempts_spent, 0);
   for (int i = 0; i < 3; ++i) Attempt(d.path(), 9);  // a poison row from here on: stuck at 9

@@ -11,7 +11,7 @@
 namespace mmirage {
 namespace {
 
-constexpr ShardStatus kAll[] = {ShardStatus::kMissing, ShardStatus::kUnknown, ShardStatus::kRunning,
+constexpr ShardStatus kAll[] = {ShardStatus::kMissing,   ShardStatus::kUnknown, ShardStatus::kRunning,
                                 ShardStatus::kSubmitted, ShardStatus::kSuccess, ShardStatus::kFailed};
 
 TEST(ShardStatusTest, EveryStatusRoundTripsThroughItsName) {

@@ -51,9 +51,7 @@ TEST(StateCrashTest, ACrashAtEverySyncPointLeavesAnHonestRecord) {
     SCOPED_TRACE("crash at sync point " + std::to_string(k) + " after " + std::to_string(done) + " steps");
     ShardRecord r = ShardState(Env::Default(), state, 0).Read();
     EXPECT_NE(r.status, ShardStatus::kUnknown) << "torn status.json";
-    if (r.status == ShardStatus::kSuccess) {
-      EXPECT_EQ(done, 3) << "success recorded before MarkSuccess was reached";
-    }
+    if (r.status == ShardStatus::kSuccess) { EXPECT_EQ(done, 3) << "success recorded before MarkSuccess was reached"; }
     EXPECT_GE(r.retry_count, started) << "an attempt that started is not counted";
     // A resumed life from here ends successful.
     ShardState s(Env::Default(), state, 0);

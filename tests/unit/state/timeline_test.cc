@@ -132,7 +132,8 @@ TEST(TimelineTest, ThinningHalvesOldSamplesKeepsEventsAndRecomputesRates) {
     }
   }
   bool gap20 = false;
-  for (size_t i = 2; i < tl.size(); ++i) gap20 |= tl[i].is_sample() && tl[i - 1].is_sample() && tl[i].t - tl[i - 1].t == 20;
+  for (size_t i = 2; i < tl.size(); ++i)
+    gap20 |= tl[i].is_sample() && tl[i - 1].is_sample() && tl[i].t - tl[i - 1].t == 20;
   EXPECT_TRUE(gap20);
 }
 
@@ -145,7 +146,7 @@ TEST(TimelineTest, AppendingNeverSyncsAndThinningSyncsOncePerRewrite) {
   o.keep_recent = 100;
   TimelineWriter w(&env, d.path(), 0, 1, o);
   for (int i = 1; i <= 400; ++i) ASSERT_TRUE(w.Append(Sample(i * 10.0, i, 0)).ok());
-  EXPECT_EQ(env.syncs(), 0);  // 400 lines, no fsync
+  EXPECT_EQ(env.syncs(), 0);                         // 400 lines, no fsync
   ASSERT_TRUE(w.Append(Sample(4010, 401, 0)).ok());  // line 401: one thinning = one atomic replace
   EXPECT_GE(env.syncs(), 1);
   EXPECT_LE(env.syncs(), 2);  // the file and its directory

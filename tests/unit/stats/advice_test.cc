@@ -90,15 +90,15 @@ const Advice* Find(const std::vector<Advice>& a, const std::string& rule) {
 }
 
 TEST(AdviceTest, AHealthyRunGetsNoWarning) {
-  auto a = ComputeAdvice(MakeRun({Shard(0, 0, 2, 600, 40, 92.0), Shard(1, 0, 2, 610, 40, 90.0),
-                              Shard(2, 0, 2, 590, 40, 91.0)}));
+  auto a = ComputeAdvice(
+      MakeRun({Shard(0, 0, 2, 600, 40, 92.0), Shard(1, 0, 2, 610, 40, 90.0), Shard(2, 0, 2, 590, 40, 91.0)}));
   for (const auto& x : a) EXPECT_NE(x.level, "warn") << x.rule << ": " << x.message;
   EXPECT_EQ(FormatAdviceText({}), "Advice: none (no rule of the tuning table fired)\n");
 }
 
 TEST(AdviceTest, LowGpuUtilWithFewRequestsInFlightRaisesBatchSize) {
-  auto a = ComputeAdvice(MakeRun({Shard(0, 0, 2, 300, 5, 35.0, /*in_flight=*/2, /*capacity=*/16),
-                              Shard(1, 0, 2, 300, 5, 45.0, 2, 16)}));
+  auto a = ComputeAdvice(
+      MakeRun({Shard(0, 0, 2, 300, 5, 35.0, /*in_flight=*/2, /*capacity=*/16), Shard(1, 0, 2, 300, 5, 45.0, 2, 16)}));
   const Advice* x = Find(a, "gpu_util_low");
   ASSERT_NE(x, nullptr);
   EXPECT_NE(x->message.find("batch_size (now 16)"), std::string::npos) << x->message;
@@ -134,7 +134,8 @@ TEST(AdviceTest, AStretchWithoutRowsAfterTheLoadPointsAtIo) {
   const Advice* x = Find(a, "stall");
   ASSERT_NE(x, nullptr);
   EXPECT_NE(x->message.find("I/O"), std::string::npos) << x->message;
-  EXPECT_NE(x->evidence.find("shard 0 attempt 1: no new rows or tokens for 90 s after the model was loaded"), std::string::npos)
+  EXPECT_NE(x->evidence.find("shard 0 attempt 1: no new rows or tokens for 90 s after the model was loaded"),
+            std::string::npos)
       << x->evidence;
 }
 

@@ -28,22 +28,37 @@ std::vector<std::string> Keys(const Value& v) {
 
 TEST(AggregateStatsTest, KeysInSpecOrderThenExtensions) {
   Value a = AggregateStats({}, 2);
-  EXPECT_EQ(Keys(a), (std::vector<std::string>{
-                         "total_shards", "completed_shards", "total_rows_processed", "wall_clock_runtime_seconds",
-                         "wall_clock_runtime_human", "sum_shard_runtime_seconds", "sum_shard_runtime_human",
-                         "min_shard_runtime_seconds", "min_shard_runtime_human", "max_shard_runtime_seconds",
-                         "max_shard_runtime_human", "overall_throughput_rows_per_sec", "mean_gpu_util_pct",
-                         "num_gpus", "total_input_tokens", "total_output_tokens", "sum_model_load_seconds",
-                         "sum_inference_runtime_seconds", "tokens_per_sec_per_gpu", "gpu_days_per_billion_tokens",
-                         "total_tokens_per_sec", "mean_cpu_util_pct", "total_failed_rows"}));
+  EXPECT_EQ(Keys(a), (std::vector<std::string>{"total_shards",
+                                               "completed_shards",
+                                               "total_rows_processed",
+                                               "wall_clock_runtime_seconds",
+                                               "wall_clock_runtime_human",
+                                               "sum_shard_runtime_seconds",
+                                               "sum_shard_runtime_human",
+                                               "min_shard_runtime_seconds",
+                                               "min_shard_runtime_human",
+                                               "max_shard_runtime_seconds",
+                                               "max_shard_runtime_human",
+                                               "overall_throughput_rows_per_sec",
+                                               "mean_gpu_util_pct",
+                                               "num_gpus",
+                                               "total_input_tokens",
+                                               "total_output_tokens",
+                                               "sum_model_load_seconds",
+                                               "sum_inference_runtime_seconds",
+                                               "tokens_per_sec_per_gpu",
+                                               "gpu_days_per_billion_tokens",
+                                               "total_tokens_per_sec",
+                                               "mean_cpu_util_pct",
+                                               "total_failed_rows"}));
   EXPECT_EQ(a.Find("total_shards")->as_int(), 2);
   EXPECT_EQ(a.Find("completed_shards")->as_int(), 0);
   // Nothing measured: nulls, never zeros.
-  for (const char* k : {"total_rows_processed", "wall_clock_runtime_seconds", "wall_clock_runtime_human",
-                        "sum_shard_runtime_seconds", "overall_throughput_rows_per_sec", "mean_gpu_util_pct",
-                        "num_gpus", "total_input_tokens", "total_output_tokens", "sum_model_load_seconds",
-                        "sum_inference_runtime_seconds", "tokens_per_sec_per_gpu", "gpu_days_per_billion_tokens",
-                        "total_tokens_per_sec", "mean_cpu_util_pct"}) {
+  for (const char* k :
+       {"total_rows_processed", "wall_clock_runtime_seconds", "wall_clock_runtime_human", "sum_shard_runtime_seconds",
+        "overall_throughput_rows_per_sec", "mean_gpu_util_pct", "num_gpus", "total_input_tokens", "total_output_tokens",
+        "sum_model_load_seconds", "sum_inference_runtime_seconds", "tokens_per_sec_per_gpu",
+        "gpu_days_per_billion_tokens", "total_tokens_per_sec", "mean_cpu_util_pct"}) {
     EXPECT_TRUE(a.Find(k)->is_null()) << k;
   }
   EXPECT_EQ(a.Find("total_failed_rows")->as_int(), 0);

@@ -65,7 +65,7 @@ TEST_F(UtilizationPollerTest, GpuSummaryIsMeanMinMaxOfTheSamples) {
   UtilizationPoller p(Options(true, false));
   for (int i = 0; i < 4; ++i) p.SampleOnce();
   UtilizationSummary s = p.Summary();
-  EXPECT_EQ(s.gpu_util_samples, 3);  // the failed sample is not counted
+  EXPECT_EQ(s.gpu_util_samples, 3);          // the failed sample is not counted
   EXPECT_DOUBLE_EQ(*s.gpu_util_mean, 61.8);  // round(185.25 / 3, 1)
   EXPECT_DOUBLE_EQ(*s.gpu_util_min, 50.0);
   EXPECT_DOUBLE_EQ(*s.gpu_util_max, 70.0);
@@ -164,7 +164,7 @@ namespace {
 TEST_F(UtilizationPollerTest, TakeIntervalAveragesOnlyTheSamplesSinceTheLastCall) {
   UtilizationPoller p(Options());
   cpu_.process_cpu_seconds = 10;
-  p.SampleOnce();  // CPU baseline
+  p.SampleOnce();                                       // CPU baseline
   EXPECT_FALSE(p.TakeInterval().gpu_util.has_value());  // nothing sampled on the GPU yet (the fake had none)
   gpu_samples_ = {20.0, 40.0};
   clock_us_ += 2000000;

@@ -80,15 +80,15 @@ TEST(TemplateDifferential, AgreesWithPythonJinja2) {
       continue;
     }
     report += "case " + std::to_string(static_cast<int64_t>(r.Find("id")->as_int())) + ": template " +
-              ToJson(Value(src)) + " context " + ToJson(ctx) + "\n  python: " +
-              (py_ok ? ToJson(*r.Find("output")) : "ERROR " + r.Find("error")->as_string()) +
+              ToJson(Value(src)) + " context " + ToJson(ctx) +
+              "\n  python: " + (py_ok ? ToJson(*r.Find("output")) : "ERROR " + r.Find("error")->as_string()) +
               "\n  ours:   " + (our_ok ? ToJson(Value(ours)) : ours) + "\n";
   }
   std::remove(path);
   ASSERT_GT(total, 600) << "corpus too small";
   double pct = 100.0 * agree / total;
-  std::cout << "template differential: " << agree << "/" << total << " cases agree (" << pct << "%), "
-            << py_errors << " of them are Python errors\n";
+  std::cout << "template differential: " << agree << "/" << total << " cases agree (" << pct << "%), " << py_errors
+            << " of them are Python errors\n";
   if (!report.empty()) std::cout << "disagreements:\n" << report;
   EXPECT_GE(pct, 99.0);
 }

@@ -36,15 +36,14 @@ TEST(Base64Test, StrictRejectsWhatPythonsValidatingDecoderRejects) {
     const char* text;
     const char* message;
   };
-  for (const Case& c : {Case{"aGVsbG8", "base64 length 7 is not a multiple of 4"},
-                        Case{"aGV sbG8=", "base64 length 9 is not a multiple of 4"},
-                        Case{"aGV sbG8", "invalid base64 character at position 3"},
-                        Case{"a=Vs", "invalid base64 character at position 1"},
-                        Case{"aG=s", "invalid base64 character at position 3"},
-                        Case{"aGk=aGk=", "invalid base64 character at position 3"},
-                        Case{"====", "invalid base64 character at position 0"},
-                        Case{"ab!c", "invalid base64 character at position 2"},
-                        Case{"aGk_", "invalid base64 character at position 3"}}) {
+  for (const Case& c :
+       {Case{"aGVsbG8", "base64 length 7 is not a multiple of 4"},
+        Case{"aGV sbG8=", "base64 length 9 is not a multiple of 4"},
+        Case{"aGV sbG8", "invalid base64 character at position 3"},
+        Case{"a=Vs", "invalid base64 character at position 1"}, Case{"aG=s", "invalid base64 character at position 3"},
+        Case{"aGk=aGk=", "invalid base64 character at position 3"},
+        Case{"====", "invalid base64 character at position 0"}, Case{"ab!c", "invalid base64 character at position 2"},
+        Case{"aGk_", "invalid base64 character at position 3"}}) {
     auto r = DecodeBase64(c.text);
     ASSERT_FALSE(r.ok()) << c.text;
     EXPECT_TRUE(r.status().IsInvalidArgument()) << c.text;
@@ -54,8 +53,8 @@ TEST(Base64Test, StrictRejectsWhatPythonsValidatingDecoderRejects) {
 
 TEST(Base64Test, LenientAcceptsWhatUsersPaste) {
   const auto lenient = Base64Syntax::kLenient;
-  EXPECT_EQ(*DecodeBase64("aGVs\n bG8=\r\n", lenient), "hello");  // whitespace
-  EXPECT_EQ(*DecodeBase64("aGVsbG8", lenient), "hello");          // no padding
+  EXPECT_EQ(*DecodeBase64("aGVs\n bG8=\r\n", lenient), "hello");     // whitespace
+  EXPECT_EQ(*DecodeBase64("aGVsbG8", lenient), "hello");             // no padding
   EXPECT_EQ(*DecodeBase64("-_-_", lenient), *DecodeBase64("+/+/"));  // URL-safe alphabet
   EXPECT_EQ(*DecodeBase64("aGk= \n", lenient), "hi");
   auto bad = DecodeBase64("aGk=aGk=", lenient);  // data after padding

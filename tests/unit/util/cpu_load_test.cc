@@ -10,11 +10,11 @@ namespace mmirage {
 namespace {
 
 TEST(CpuLoadTest, ThreadsAreTheCpusOthersLeaveFreeAndAtLeastOne) {
-  EXPECT_EQ(ThreadsForIdleCpus(2, -1), 2);    // unknown: all
+  EXPECT_EQ(ThreadsForIdleCpus(2, -1), 2);  // unknown: all
   EXPECT_EQ(ThreadsForIdleCpus(2, 0.0), 2);
   EXPECT_EQ(ThreadsForIdleCpus(2, 0.4), 2);
   EXPECT_EQ(ThreadsForIdleCpus(2, 0.6), 1);
-  EXPECT_EQ(ThreadsForIdleCpus(2, 2.0), 1);   // never zero
+  EXPECT_EQ(ThreadsForIdleCpus(2, 2.0), 1);  // never zero
   EXPECT_EQ(ThreadsForIdleCpus(16, 3.2), 13);
   EXPECT_EQ(ThreadsForIdleCpus(0, 0.0), 1);
 }

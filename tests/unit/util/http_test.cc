@@ -138,14 +138,12 @@ TEST_F(DownloadFileTest, RefusedConnectionIsUnavailableNetworkUnreachable) {
 }
 
 TEST(FormatDownloadProgressTest, PercentSizesRateAndEta) {
-  EXPECT_EQ(FormatDownloadProgress(45'200'000, 100'000'000, 12'300'000.0),
-            "45.2%  45.2/100.0 MB  12.3 MB/s  ETA 0:04");
+  EXPECT_EQ(FormatDownloadProgress(45'200'000, 100'000'000, 12'300'000.0), "45.2%  45.2/100.0 MB  12.3 MB/s  ETA 0:04");
   EXPECT_EQ(FormatDownloadProgress(0, 273'000'000, 1'000'000.0), "0.0%  0.0/273.0 MB  1.0 MB/s  ETA 4:33");
 }
 
 TEST(FormatDownloadProgressTest, HoursInEta) {
-  EXPECT_EQ(FormatDownloadProgress(0, 10'000'000'000, 1'000'000.0),
-            "0.0%  0.0/10000.0 MB  1.0 MB/s  ETA 2:46:40");
+  EXPECT_EQ(FormatDownloadProgress(0, 10'000'000'000, 1'000'000.0), "0.0%  0.0/10000.0 MB  1.0 MB/s  ETA 2:46:40");
 }
 
 TEST(FormatDownloadProgressTest, UnknownTotalOrRateOmitsWhatCannotBeComputed) {

@@ -177,9 +177,7 @@ TEST(SubprocessTest, NoDescriptorLeaksOnErrors) {
     logged.new_process_group = logged.stop_group_with_parent = true;
     auto sp = Subprocess::Start(logged);
     ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old_limit), 0);
-    if (r.ok()) {
-      EXPECT_EQ(r->exit_code, 0);
-    }
+    if (r.ok()) { EXPECT_EQ(r->exit_code, 0); }
     if (sp.ok()) (*sp)->Wait();
     pp = Status::IOError("done");  // closes it, if it started
     sp = Status::IOError("done");
