@@ -2,7 +2,6 @@
 // (data/arrow_module.h), which is loaded the first time one of them runs.
 #include "data/arrow_module.h"
 
-#include <cstring>
 #include <mutex>
 
 #include "data/arrow_reader.h"
@@ -19,22 +18,8 @@ Result<const Api*> LoadArrowModule() {
 #ifdef MMIRAGE_ARROW_MODULE_LINKED
     api = mmirage_arrow_module_v1();
 #else
-    const char* kFile = "libmmirage_arrow.so";
-    const char* kPurpose = "Arrow/Parquet support: HF datasets and Parquet files";
-    Result<void*> module = LoadModule(kFile, kPurpose);
-    if (!module.ok()) {
-      api = module.status();
-      return;
-    }
-    using Entry = const Api* (*)();
-    auto entry = reinterpret_cast<Entry>(ModuleSymbol(*module, "mmirage_arrow_module_v1"));
-    const Api* a = entry != nullptr ? entry() : nullptr;
-    if (a == nullptr || a->abi != kAbi || std::strcmp(a->version, MMIRAGE_VERSION) != 0) {
-      api = Status::NotFound(std::string("cannot load ") + kFile + " (" + kPurpose + "): it belongs to another " +
-                             "build of mmirage (reinstall mmirage)");
-      return;
-    }
-    api = a;
+    api = LoadModuleApi<Api>("libmmirage_arrow.so", "Arrow/Parquet support: HF datasets and Parquet files",
+                             "mmirage_arrow_module_v1", kAbi, MMIRAGE_VERSION);
 #endif
   });
   return api;

@@ -3,7 +3,6 @@
 #include "engine/llama_module.h"
 
 #include <atomic>
-#include <cstring>
 #include <mutex>
 
 #include "util/module.h"
@@ -21,22 +20,8 @@ Result<const Api*> LoadLlamaModule() {
 #ifdef MMIRAGE_LLAMA_MODULE_LINKED
     api = mmirage_llama_module_v1();
 #else
-    const char* kFile = "libmmirage_llama.so";
-    const char* kPurpose = "the embedded llama.cpp engine";
-    Result<void*> module = LoadModule(kFile, kPurpose);
-    if (!module.ok()) {
-      api = module.status();
-      return;
-    }
-    using Entry = const Api* (*)();
-    auto entry = reinterpret_cast<Entry>(ModuleSymbol(*module, "mmirage_llama_module_v1"));
-    const Api* a = entry != nullptr ? entry() : nullptr;
-    if (a == nullptr || a->abi != kAbi || std::strcmp(a->version, MMIRAGE_VERSION) != 0) {
-      api = Status::NotFound(std::string("cannot load ") + kFile + " (" + kPurpose + "): it belongs to another " +
-                             "build of mmirage (reinstall mmirage)");
-      return;
-    }
-    api = a;
+    api = LoadModuleApi<Api>("libmmirage_llama.so", "the embedded llama.cpp engine",
+                             "mmirage_llama_module_v1", kAbi, MMIRAGE_VERSION);
 #endif
     if (api.ok()) g_loaded.store(*api, std::memory_order_release);
   });

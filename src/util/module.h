@@ -7,6 +7,7 @@
 // Thread-safety: LoadModuleSymbol may be called from several threads (the loader serialises loads).
 #pragma once
 
+#include <cstring>
 #include <string>
 
 #include "util/status.h"
@@ -22,5 +23,23 @@ Result<void*> LoadModule(const std::string& file_name, const std::string& purpos
 
 // The address of `symbol` in a loaded module or in the libraries it depends on; nullptr when there is none.
 void* ModuleSymbol(void* module, const char* symbol);
+
+// kNotFound: "cannot load <file_name> (<purpose>): it belongs to another build of mmirage (reinstall mmirage)".
+Status ForeignModuleError(const std::string& file_name, const std::string& purpose);
+
+// Loads `file_name` and returns the function table its entry point `entry` (a `const Api* ()`) hands out, checked
+// against this build: `Api` has `int abi` and `const char* version`, which must equal `abi` and `version`.
+// Errors: as LoadModule; ForeignModuleError when the entry point is missing, returns nothing or does not match.
+template <typename Api>
+Result<const Api*> LoadModuleApi(const std::string& file_name, const std::string& purpose, const char* entry, int abi,
+                                 const char* version) {
+  MMIRAGE_ASSIGN_OR_RETURN(void* module, LoadModule(file_name, purpose));
+  auto entry_fn = reinterpret_cast<const Api* (*)()>(ModuleSymbol(module, entry));
+  const Api* api = entry_fn != nullptr ? entry_fn() : nullptr;
+  if (api == nullptr || api->abi != abi || std::strcmp(api->version, version) != 0) {
+    return ForeignModuleError(file_name, purpose);
+  }
+  return api;
+}
 
 }  // namespace mmirage

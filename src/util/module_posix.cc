@@ -48,4 +48,9 @@ Result<void*> LoadModule(const std::string& file_name, const std::string& purpos
 
 void* ModuleSymbol(void* module, const char* symbol) { return module == nullptr ? nullptr : ::dlsym(module, symbol); }
 
+Status ForeignModuleError(const std::string& file_name, const std::string& purpose) {
+  return Status::NotFound("cannot load " + file_name + " (" + purpose +
+                          "): it belongs to another build of mmirage (reinstall mmirage)");
+}
+
 }  // namespace mmirage
