@@ -270,28 +270,35 @@ ARROW_VERSION="26.0.1"
 ARROW_WHL="pyarrow-$ARROW_VERSION-cp311-cp311-manylinux_2_28_x86_64.whl"
 ARROW_WHL_SHA256="39cb0f2418282c24bea6ceda77b03e5a8f0a5766b63a8bf194d4e2a2c423548c"
 ARROW_DIR="$CACHE/arrow/$ARROW_VERSION"
+# libarrow_s3 (Arrow's S3 file system with the AWS SDK linked in) serves s3:// paths. A cache unpacked before it was
+# needed gets that one library added, never rewritten (other checkouts may be building against it).
 fetch_arrow() {
-  if [ -f "$ARROW_DIR/.complete" ]; then return; fi
-  local tmp; tmp="$(mktemp -d)"
+  if [ -f "$ARROW_DIR/.complete" ] && [ -f "$ARROW_DIR/lib/libarrow_s3.so.2600" ]; then return; fi
+  local tmp only_s3=0; tmp="$(mktemp -d)"
+  [ -f "$ARROW_DIR/.complete" ] && only_s3=1
   log "fetching pyarrow==$ARROW_VERSION (Arrow/Parquet C++ libraries and headers, ~55 MB)"
   python3 -m pip download -q --no-deps --disable-pip-version-check --only-binary=:all: \
     --platform manylinux_2_28_x86_64 --python-version 3.11 --implementation cp -d "$tmp" "pyarrow==$ARROW_VERSION"
   echo "$ARROW_WHL_SHA256  $tmp/$ARROW_WHL" | sha256sum -c --quiet - || { log "checksum mismatch for $ARROW_WHL"; exit 1; }
-  rm -rf "$ARROW_DIR"; mkdir -p "$ARROW_DIR/lib"
-  python3 - "$tmp/$ARROW_WHL" "$ARROW_DIR" <<'PY'
+  [ "$only_s3" = 1 ] || { rm -rf "$ARROW_DIR"; mkdir -p "$ARROW_DIR/lib"; }
+  python3 - "$tmp/$ARROW_WHL" "$ARROW_DIR" "$only_s3" <<'PY'
 import os, shutil, sys, zipfile
-whl, dest = sys.argv[1], sys.argv[2]
+whl, dest, only_s3 = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+libs = ("pyarrow/libarrow.so.2600", "pyarrow/libparquet.so.2600", "pyarrow/libarrow_s3.so.2600")
 with zipfile.ZipFile(whl) as z:
     for name in z.namelist():
+        if only_s3 and name != libs[2]:
+            continue
         if name.startswith("pyarrow/include/") and not name.endswith("/"):
             out = os.path.join(dest, name[len("pyarrow/"):])
-        elif name in ("pyarrow/libarrow.so.2600", "pyarrow/libparquet.so.2600"):
+        elif name in libs:
             out = os.path.join(dest, "lib", os.path.basename(name))
         else:
             continue
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        with z.open(name) as src, open(out, "wb") as dst:
+        with z.open(name) as src, open(out + ".part", "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
+        os.replace(out + ".part", out)
 PY
   touch "$ARROW_DIR/.complete"
   rm -rf "$tmp"
