@@ -36,6 +36,8 @@ LLAMA_COMMIT="80fb11ac73e66d89eae2c6a91d8a77428fa733ed"
 LLAMA_DIR="$CACHE/llama.cpp/$NLC_VERSION-${LLAMA_COMMIT:0:7}"
 # The test venv is keyed by its requirements, so worktrees with different requirements never fight over one venv.
 VENV="$CACHE/venv-$(sha256sum "$ROOT/tests/requirements.txt" | cut -c1-12)"
+# The services the distributed-storage tests start (tests/requirements-dist.txt), keyed the same way.
+DIST_VENV="$CACHE/venv-dist-$(sha256sum "$ROOT/tests/requirements-dist.txt" | cut -c1-12)"
 JOBS="${MMIRAGE_JOBS:-$(nproc)}"
 BUILD="${MMIRAGE_BUILD_DIR:-$ROOT/build}"   # mmirage's own build tree
 GPU="${MMIRAGE_GPU:-none}"
@@ -340,6 +342,13 @@ if [ "$FOR_TESTS" = 1 ]; then
     cp "$ROOT/tests/requirements.txt" "$VENV/.requirements.txt"
     touch "$VENV/.complete"
   fi
+  if [ ! -f "$DIST_VENV/.complete" ]; then
+    log "creating the distributed-test venv at $DIST_VENV (moto)"
+    rm -rf "$DIST_VENV"
+    python3 -m venv "$DIST_VENV"
+    "$DIST_VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tests/requirements-dist.txt"
+    touch "$DIST_VENV/.complete"
+  fi
 fi
 flock -u 9
 
@@ -357,5 +366,6 @@ fi
 mkdir -p "$BUILD/models"
 [ -f "$MODEL_FILE" ] && ln -sfn "$MODEL_FILE" "$BUILD/models/smollm2-135m-instruct-q4_1.gguf"
 [ "$FOR_TESTS" = 1 ] && ln -sfn "$VENV" "$BUILD/venv"   # the test/benchmark Python of this checkout
+[ "$FOR_TESTS" = 1 ] && ln -sfn "$DIST_VENV" "$BUILD/venv-dist"   # moto for the s3:// tests
 [ -n "$LLAMA_SERVER" ] && ln -sfn "$LLAMA_SERVER" "$BUILD/llama-server"
 log "done: $BUILD/mmirage (llama.cpp: $LLAMA_MODE)"

@@ -18,6 +18,7 @@
 
 #include "data/arrow/arrow_util.h"
 #include "data/arrow/s3_fs.h"
+#include "util/process/process_info.h"
 
 namespace mmirage::arrow_module {
 namespace {
@@ -33,11 +34,27 @@ Status FromArrow(const arrow::Status& st, const std::string& path) {
   return Status::IOError(path + ": " + m);
 }
 
+std::string SpoolDir() {
+  const char* dir = std::getenv("TMPDIR");
+  return dir != nullptr && dir[0] == '/' ? dir : "/tmp";
+}
+
+// Spool files are `mmirage-s3-<pid>-<n>` in SpoolDir().
 std::string LocalTempPath() {
   static std::atomic<uint64_t> n{0};
-  const char* dir = std::getenv("TMPDIR");
-  std::string base = dir != nullptr && dir[0] == '/' ? dir : "/tmp";
-  return JoinPath(base, "mmirage-s3-" + std::to_string(Env::Default()->Pid()) + "-" + std::to_string(n++));
+  return JoinPath(SpoolDir(), "mmirage-s3-" + std::to_string(Env::Default()->Pid()) + "-" + std::to_string(n++));
+}
+
+// Removes the spool files of processes that no longer run (killed before they could remove their own). Best effort.
+void RemoveDeadSpools() {
+  Env* local = Env::Default();
+  Result<std::vector<std::string>> names = local->GetChildren(SpoolDir());
+  if (!names.ok()) return;
+  for (const std::string& name : *names) {
+    if (name.rfind("mmirage-s3-", 0) != 0) continue;
+    long pid = std::strtol(name.c_str() + 11, nullptr, 10);
+    if (pid > 0 && !ProcessAlive(pid)) { (void)local->RemoveFile(JoinPath(SpoolDir(), name)); }
+  }
 }
 
 // Copies `size` bytes (all when size < 0) of the object `key` into the local file `out`.
@@ -81,7 +98,10 @@ class S3WritableFile final : public WritableFile {
  public:
   S3WritableFile(std::shared_ptr<arrow::fs::S3FileSystem> fs, std::string key, std::string path, std::string spool,
                  std::unique_ptr<WritableFile> out)
-      : fs_(std::move(fs)), key_(std::move(key)), path_(std::move(path)), spool_(std::move(spool)),
+      : fs_(std::move(fs)),
+        key_(std::move(key)),
+        path_(std::move(path)),
+        spool_(std::move(spool)),
         out_(std::move(out)) {}
   ~S3WritableFile() override {
     if (out_ != nullptr) (void)Close();  // what was appended is kept, as a local file's bytes would be
@@ -370,6 +390,7 @@ Result<Env*> S3Env() {
   static Result<Env*>* env = nullptr;  // never destroyed: used until process exit
   std::call_once(once, [] {
     Result<std::shared_ptr<arrow::fs::S3FileSystem>> fs = S3FileSystem();
+    RemoveDeadSpools();
     env = fs.ok() ? new Result<Env*>(static_cast<Env*>(new ObjectStoreEnv(*fs))) : new Result<Env*>(fs.status());
   });
   return *env;

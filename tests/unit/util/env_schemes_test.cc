@@ -50,8 +50,8 @@ TEST(EnvSchemesTest, RegisteredSchemeGoesToItsEnvOthersToPosix) {
     EXPECT_EQ(Recorder()->seen[0], "tst://bucket/key");
   }
   testing::TempDir dir;
-  EXPECT_FALSE(env->FileExists(dir.Path("absent")));       // POSIX: no such file
-  EXPECT_FALSE(env->FileExists("unregistered://b/k"));     // an unknown scheme stays a local (relative) path
+  EXPECT_FALSE(env->FileExists(dir.Path("absent")));    // POSIX: no such file
+  EXPECT_FALSE(env->FileExists("unregistered://b/k"));  // an unknown scheme stays a local (relative) path
   EXPECT_EQ(*SchemeEnv("tst://b"), static_cast<Env*>(Recorder()));
   EXPECT_EQ(*SchemeEnv("/local"), nullptr);
   Status st = env->RenameFile("tst://b/k", dir.Path("k"));  // no move between storages
