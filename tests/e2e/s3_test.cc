@@ -36,8 +36,10 @@ class S3Test : public ::testing::Test {
     if (WaitFor([&] { return !ReadFile(port_file).empty(); }, 60)) {
       endpoint_ = "http://127.0.0.1:" + ReadFile(port_file);
     } else {
-      error_ = "the S3 server (" + python + " " + script + ") did not start (run scripts/setup.sh --for-tests, "
-               "which installs tests/requirements-dist.txt): " + ReadFile(log).substr(0, 2000);
+      error_ = "the S3 server (" + python + " " + script +
+               ") did not start (run scripts/setup.sh --for-tests, "
+               "which installs tests/requirements-dist.txt): " +
+               ReadFile(log).substr(0, 2000);
     }
     ::setenv("AWS_ACCESS_KEY_ID", "testing", 1);  // what moto accepts; no real credential is ever used here
     ::setenv("AWS_SECRET_ACCESS_KEY", "testing", 1);
@@ -78,15 +80,15 @@ TEST_F(S3Test, EveryOutputFormatFromAndToTheBucketMatchesLocal) {
   TempDir d;
   WriteFile(d.Path("data.jsonl"), MakeRows(30));
   Put(d.Path("data.jsonl"), "fmt/in/data.jsonl");
-  WriteFile(d.Path("l.yaml"), RestructureConfig(d.Path("data.jsonl"), d.Path("out"), d.Path("state"),
-                                                "  num_shards: 2\n", Retrying("")));
+  WriteFile(d.Path("l.yaml"),
+            RestructureConfig(d.Path("data.jsonl"), d.Path("out"), d.Path("state"), "  num_shards: 2\n", Retrying("")));
   auto local = RunMmirage("run --config " + d.Path("l.yaml") + " --log-level WARNING");
   ASSERT_EQ(local.exit_code, 0) << local.err;
   std::vector<std::string> want = CatLines(d.Path("out/merged"));
   ASSERT_EQ(want.size(), 30u);
   for (std::string format : {"jsonl", "parquet", "hf"}) {
-    std::string cfg = RestructureConfig(Url("fmt/in/data.jsonl"), Url("fmt/out_" + format),
-                                        Url("fmt/state_" + format), "  num_shards: 2\n", Retrying(""));
+    std::string cfg = RestructureConfig(Url("fmt/in/data.jsonl"), Url("fmt/out_" + format), Url("fmt/state_" + format),
+                                        "  num_shards: 2\n", Retrying(""));
     cfg.replace(cfg.find("output_format: jsonl"), 20, "output_format: " + format);
     WriteFile(d.Path(format + ".yaml"), cfg);
     auto r = RunMmirage("run --config " + d.Path(format + ".yaml") + " --log-level WARNING");
@@ -159,9 +161,9 @@ TEST_F(S3Test, KillNineMidRunThenResumeGivesTheLocalOutput) {
   int64_t resumed_from = 0;
   std::string logs;
   for (std::string shard : {"0", "1"}) {
-    auto attempts = RunCommand(std::string(MMIRAGE_DIST_PYTHON) + " " + MMIRAGE_SOURCE_DIR +
-                               "/tests/e2e/s3_server.py get " + endpoint_ + " " + kBucket + " kill/state/shard_" +
-                               shard + "/attempts.log");
+    auto attempts =
+        RunCommand(std::string(MMIRAGE_DIST_PYTHON) + " " + MMIRAGE_SOURCE_DIR + "/tests/e2e/s3_server.py get " +
+                   endpoint_ + " " + kBucket + " kill/state/shard_" + shard + "/attempts.log");
     ASSERT_EQ(attempts.exit_code, 0) << attempts.err;
     logs += attempts.out;
     for (size_t at = 0, nl; (nl = attempts.out.find('\n', at)) != std::string::npos; at = nl + 1) {

@@ -24,7 +24,8 @@ namespace mmirage::arrow_module {
 namespace {
 
 using arrow::fs::FileType;
-constexpr size_t kChunk = 8 << 20;  // bytes per ranged read and per upload write
+constexpr size_t kChunk = 8 << 20;       // bytes per ranged read and per upload write
+constexpr uint64_t kChunksInFlight = 4;  // upload chunks written before waiting for their parts
 
 Status FromArrow(const arrow::Status& st, const std::string& path) {
   std::string m = ArrowMessage(st);
@@ -84,10 +85,12 @@ Status Upload(arrow::fs::FileSystem* fs, const std::string& local, const std::st
   auto out = fs->OpenOutputStream(key);
   if (!out.ok()) return FromArrow(out.status(), path);
   std::string buf(kChunk, '\0');
-  while (true) {
+  for (uint64_t chunks = 1;; ++chunks) {
     MMIRAGE_ASSIGN_OR_RETURN(size_t n, in->Read(kChunk, buf.data()));
     if (n == 0) break;
     arrow::Status st = (*out)->Write(buf.data(), static_cast<int64_t>(n));
+    // Parts upload in the background; waiting for them every few chunks bounds the memory they hold.
+    if (st.ok() && chunks % kChunksInFlight == 0) st = (*out)->Flush();
     if (!st.ok()) return FromArrow(st, path);
   }
   arrow::Status st = (*out)->Close();
