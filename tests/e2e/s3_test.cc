@@ -177,5 +177,38 @@ TEST_F(S3Test, KillNineMidRunThenResumeGivesTheLocalOutput) {
   EXPECT_EQ(CatLines(Url("kill/out/merged")), want);
 }
 
+// A model output with the state in the bucket: the generation cache stays local (SQLite), the rows match a local run.
+TEST_F(S3Test, SyntheticModelRunWithStateInTheBucketMatchesLocal) {
+  TempDir d;
+  ASSERT_FALSE(SharedTinyModel().empty()) << "cannot generate the synthetic model with " << MakeTestModelTool();
+  WriteFile(d.Path("data.jsonl"), MakeRows(6));
+  Put(d.Path("data.jsonl"), "llm/in/data.jsonl");
+  auto config = [&](const std::string& data, const std::string& out, const std::string& state) {
+    return "processors:\n  - type: llm\n    server_args:\n      model_path: " + SharedTinyModel() +
+           "\n      extra_engine_args: {max_running_requests: 1, context_length: 256, n_threads: 1}\n"
+           "    default_sampling_params: {temperature: 0, max_new_tokens: 8}\n"
+           "loading_params:\n  datasets: [{type: JSONL, path: " +
+           data + ", output_dir: " + out + ", output_format: jsonl}]\n  state_dir: " + state +
+           "\n  num_shards: 2\nprocessing_params:\n  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
+           "  outputs: [{name: answer, type: llm, prompt: \"Rewrite: {{ text }}\"}]\n  remove_columns: true\n"
+           "  output_schema: {id: \"{{ id }}\", answer: \"{{ answer }}\"}\n" +
+           Retrying("  cache_dir: " + d.Path("cache") + "\n");
+  };
+  WriteFile(d.Path("l.yaml"), config(d.Path("data.jsonl"), d.Path("out"), d.Path("state")));
+  auto local = RunMmirage("run --config " + d.Path("l.yaml") + " --log-level WARNING");
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  WriteFile(d.Path("s3.yaml"), config(Url("llm/in/data.jsonl"), Url("llm/out"), Url("llm/state")));
+  std::string s3 = ReadFile(d.Path("s3.yaml"));
+  s3.replace(s3.find("  cache_dir: "), std::string("  cache_dir: " + d.Path("cache") + "\n").size(), "");
+  WriteFile(d.Path("s3.yaml"), s3);  // the default cache_dir: a local directory, not the bucket
+  auto r = RunCommand("HOME=" + d.Path("home") + " " + MMIRAGE_BINARY + " run --config " + d.Path("s3.yaml") +
+                      " --log-level WARNING");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Exists(d.Path("home/.cache/mmirage/generation_cache"))) << "the generation cache is not local";
+  std::vector<std::string> want = CatLines(d.Path("out/merged"));
+  ASSERT_EQ(want.size(), 6u);
+  EXPECT_EQ(CatLines(Url("llm/out/merged")), want);
+}
+
 }  // namespace
 }  // namespace mmirage::testing
