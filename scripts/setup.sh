@@ -36,6 +36,8 @@ LLAMA_COMMIT="80fb11ac73e66d89eae2c6a91d8a77428fa733ed"
 LLAMA_DIR="$CACHE/llama.cpp/$NLC_VERSION-${LLAMA_COMMIT:0:7}"
 # The test venv is keyed by its requirements, so worktrees with different requirements never fight over one venv.
 VENV="$CACHE/venv-$(sha256sum "$ROOT/tests/requirements.txt" | cut -c1-12)"
+# The services the distributed-storage tests start (tests/requirements-dist.txt), keyed the same way.
+DIST_VENV="$CACHE/venv-dist-$(sha256sum "$ROOT/tests/requirements-dist.txt" | cut -c1-12)"
 JOBS="${MMIRAGE_JOBS:-$(nproc)}"
 BUILD="${MMIRAGE_BUILD_DIR:-$ROOT/build}"   # mmirage's own build tree
 GPU="${MMIRAGE_GPU:-none}"
@@ -270,28 +272,35 @@ ARROW_VERSION="26.0.1"
 ARROW_WHL="pyarrow-$ARROW_VERSION-cp311-cp311-manylinux_2_28_x86_64.whl"
 ARROW_WHL_SHA256="39cb0f2418282c24bea6ceda77b03e5a8f0a5766b63a8bf194d4e2a2c423548c"
 ARROW_DIR="$CACHE/arrow/$ARROW_VERSION"
+# libarrow_s3 (Arrow's S3 file system with the AWS SDK linked in) serves s3:// paths. A cache unpacked before it was
+# needed gets that one library added, never rewritten (other checkouts may be building against it).
 fetch_arrow() {
-  if [ -f "$ARROW_DIR/.complete" ]; then return; fi
-  local tmp; tmp="$(mktemp -d)"
+  if [ -f "$ARROW_DIR/.complete" ] && [ -f "$ARROW_DIR/lib/libarrow_s3.so.2600" ]; then return; fi
+  local tmp only_s3=0; tmp="$(mktemp -d)"
+  [ -f "$ARROW_DIR/.complete" ] && only_s3=1
   log "fetching pyarrow==$ARROW_VERSION (Arrow/Parquet C++ libraries and headers, ~55 MB)"
   python3 -m pip download -q --no-deps --disable-pip-version-check --only-binary=:all: \
     --platform manylinux_2_28_x86_64 --python-version 3.11 --implementation cp -d "$tmp" "pyarrow==$ARROW_VERSION"
   echo "$ARROW_WHL_SHA256  $tmp/$ARROW_WHL" | sha256sum -c --quiet - || { log "checksum mismatch for $ARROW_WHL"; exit 1; }
-  rm -rf "$ARROW_DIR"; mkdir -p "$ARROW_DIR/lib"
-  python3 - "$tmp/$ARROW_WHL" "$ARROW_DIR" <<'PY'
+  [ "$only_s3" = 1 ] || { rm -rf "$ARROW_DIR"; mkdir -p "$ARROW_DIR/lib"; }
+  python3 - "$tmp/$ARROW_WHL" "$ARROW_DIR" "$only_s3" <<'PY'
 import os, shutil, sys, zipfile
-whl, dest = sys.argv[1], sys.argv[2]
+whl, dest, only_s3 = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+libs = ("pyarrow/libarrow.so.2600", "pyarrow/libparquet.so.2600", "pyarrow/libarrow_s3.so.2600")
 with zipfile.ZipFile(whl) as z:
     for name in z.namelist():
+        if only_s3 and name != libs[2]:
+            continue
         if name.startswith("pyarrow/include/") and not name.endswith("/"):
             out = os.path.join(dest, name[len("pyarrow/"):])
-        elif name in ("pyarrow/libarrow.so.2600", "pyarrow/libparquet.so.2600"):
+        elif name in libs:
             out = os.path.join(dest, "lib", os.path.basename(name))
         else:
             continue
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        with z.open(name) as src, open(out, "wb") as dst:
+        with z.open(name) as src, open(out + ".part", "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
+        os.replace(out + ".part", out)
 PY
   touch "$ARROW_DIR/.complete"
   rm -rf "$tmp"
@@ -333,6 +342,13 @@ if [ "$FOR_TESTS" = 1 ]; then
     cp "$ROOT/tests/requirements.txt" "$VENV/.requirements.txt"
     touch "$VENV/.complete"
   fi
+  if [ ! -f "$DIST_VENV/.complete" ]; then
+    log "creating the distributed-test venv at $DIST_VENV (moto)"
+    rm -rf "$DIST_VENV"
+    python3 -m venv "$DIST_VENV"
+    "$DIST_VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tests/requirements-dist.txt"
+    touch "$DIST_VENV/.complete"
+  fi
 fi
 flock -u 9
 
@@ -350,5 +366,6 @@ fi
 mkdir -p "$BUILD/models"
 [ -f "$MODEL_FILE" ] && ln -sfn "$MODEL_FILE" "$BUILD/models/smollm2-135m-instruct-q4_1.gguf"
 [ "$FOR_TESTS" = 1 ] && ln -sfn "$VENV" "$BUILD/venv"   # the test/benchmark Python of this checkout
+[ "$FOR_TESTS" = 1 ] && ln -sfn "$DIST_VENV" "$BUILD/venv-dist"   # moto for the s3:// tests
 [ -n "$LLAMA_SERVER" ] && ln -sfn "$LLAMA_SERVER" "$BUILD/llama-server"
 log "done: $BUILD/mmirage (llama.cpp: $LLAMA_MODE)"

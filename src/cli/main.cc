@@ -8,9 +8,11 @@
 #include "cli/common.h"
 #include "cli/slurm_cli.h"
 #include "cli/shard_commands.h"
+#include "data/arrow_module.h"
 
 int main(int argc, char** argv) {
   using namespace mmirage::cli;
+  mmirage::arrow_module::RegisterObjectStorage();  // s3:// paths; the Arrow module loads on the first one
   CLI::App app{"mmirage — dataset rewriting with language models, driven by an MMIRAGE YAML config"};
   app.set_version_flag("--version", std::string("mmirage ") + MMIRAGE_VERSION);
   app.require_subcommand(1);

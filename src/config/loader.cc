@@ -8,6 +8,7 @@
 #include "config/validate.h"
 #include "data/json.h"
 #include "config/yaml_reader.h"
+#include "util/env_schemes.h"
 #include "util/fnv.h"
 #include "util/parse_int.h"
 #include "util/path_safety.h"
@@ -534,8 +535,11 @@ void ReadExecution(Diag* d, const VarLookup& vars, const YAML::Node& node, Execu
     }
   }
   std::optional<std::string> cache_dir;
-  if (r.OptString("cache_dir", &cache_dir) && cache_dir && !Trim(*cache_dir).empty())
+  if (r.OptString("cache_dir", &cache_dir) && cache_dir && !Trim(*cache_dir).empty()) {
     e->cache_dir = ExpandUser(Trim(*cache_dir), vars);
+    if (!PathScheme(e->cache_dir).empty())  // SQLite files: they need a local (or shared POSIX) file system
+      d->Error(r.LocOf("cache_dir"), "cache_dir must be a local directory, got " + e->cache_dir);
+  }
   if (r.Double("cache_max_gb", &e->cache_max_gb) && !(e->cache_max_gb > 0))
     d->Error(r.LocOf("cache_max_gb"), "cache_max_gb must be > 0");
   if (e->mode == "slurm" && (!e->account || Trim(*e->account).empty()))
@@ -583,6 +587,10 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
     if (top.Has("processors")) ReadProcessors(&diag, vars, top.Get("processors"), &c);
     if (top.Has("loading_params")) ReadLoading(&diag, vars, top.Get("loading_params"), &c.loading);
     ReadExecution(&diag, vars, top.Get("execution_params"), &c.execution);
+    if (c.execution.cache_dir.empty() && !PathScheme(c.loading.state_dir).empty()) {
+      // A state directory in object storage: the cache's SQLite files stay on this machine's disk.
+      c.execution.cache_dir = ExpandUser("~/.cache/mmirage/generation_cache", vars);
+    }
     if (c.execution.cache_dir.empty()) {  // beside the state directory: the configs of one pipeline share it
       std::string sd = c.loading.state_dir;
       while (sd.size() > 1 && sd.back() == '/') sd.pop_back();

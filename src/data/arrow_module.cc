@@ -6,6 +6,7 @@
 
 #include "data/arrow_reader.h"
 #include "data/dataset.h"
+#include "util/env_schemes.h"
 #include "util/module.h"
 
 namespace mmirage {
@@ -23,6 +24,13 @@ Result<const Api*> LoadArrowModule() {
 #endif
   });
   return api;
+}
+
+void RegisterObjectStorage() {
+  RegisterSchemeEnv("s3", []() -> Result<Env*> {
+    MMIRAGE_ASSIGN_OR_RETURN(const Api* api, LoadArrowModule());
+    return api->s3_env();
+  });
 }
 
 }  // namespace arrow_module

@@ -38,12 +38,17 @@ struct Api {
   Result<uint64_t> (*count_rows)(const DatasetPart& part);
   Result<int64_t> (*write_output)(Env* env, RowSource* rows, const std::string& dir, OutputFormat format);
   Result<Value> (*infer_features)(RowSource* rows);
+  Result<Env*> (*s3_env)();  // the Env of s3:// paths (object storage through Arrow's S3 file system)
 };
-inline constexpr int kAbi = 1;  // bump when Api or a type it passes changes
+inline constexpr int kAbi = 2;  // bump when Api or a type it passes changes
 
 // The module's table, loaded on the first call. Errors: kNotFound, one line (util/module.h), also when the module
 // found belongs to another build.
 Result<const Api*> LoadArrowModule();
+
+// Registers the module's S3 Env for s3:// paths (util/env_schemes.h): the module loads on the first such path.
+// Call once from main() before other threads start.
+void RegisterObjectStorage();
 
 }  // namespace arrow_module
 }  // namespace mmirage

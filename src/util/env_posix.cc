@@ -16,6 +16,7 @@
 #include <filesystem>
 
 #include "util/env.h"
+#include "util/env_schemes.h"
 
 namespace mmirage {
 namespace {
@@ -285,8 +286,9 @@ class PosixEnv final : public Env {
 
 }  // namespace
 
+// Paths of a registered URL scheme (s3://) go to that scheme's Env (util/env_schemes.h), all others to POSIX.
 Env* Env::Default() {
-  static PosixEnv* env = new PosixEnv();  // never destroyed: used until process exit
+  static Env* env = NewRoutingEnv(new PosixEnv());  // never destroyed: used until process exit
   return env;
 }
 

@@ -16,6 +16,7 @@
 
 #include "data/arrow/arrow_impl.h"
 #include "data/arrow/arrow_util.h"
+#include "data/arrow/s3_fs.h"
 #include "data/dataset.h"
 #include "data/json.h"
 
@@ -447,8 +448,8 @@ class ArrowPartReader final : public RowReader {
   // Opens part.files[file_index]; next_index = file_start.
   Status OpenFile() {
     const std::string& path = part.files[file_index];
-    auto in = arrow::io::ReadableFile::Open(path);
-    if (!in.ok()) return Status::IOError(path + ": " + ArrowMessage(in.status()));
+    Result<std::shared_ptr<arrow::io::RandomAccessFile>> in = OpenInputFile(path);  // local or s3://
+    if (!in.ok()) return in.status();
     next_index = file_start;
     if (part.format == DataFormat::kArrowStream) {
       MMIRAGE_TRY(CheckStreamEnd(path, in->get()));
@@ -557,8 +558,8 @@ std::unique_ptr<RowReader> OpenRows(const DatasetPart& part, const RowRange& ran
 Result<uint64_t> CountRows(const DatasetPart& part) {
   uint64_t total = 0;
   for (const auto& path : part.files) {
-    auto in = arrow::io::ReadableFile::Open(path);
-    if (!in.ok()) return Status::IOError(path + ": " + ArrowMessage(in.status()));
+    Result<std::shared_ptr<arrow::io::RandomAccessFile>> in = OpenInputFile(path);  // local or s3://
+    if (!in.ok()) return in.status();
     if (part.format == DataFormat::kParquet) {
       parquet::arrow::FileReaderBuilder builder;
       arrow::Status st = builder.Open(*in);

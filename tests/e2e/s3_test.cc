@@ -1,0 +1,214 @@
+// s3:// paths against a real S3-compatible server (moto in server mode, tests/e2e/s3_server.py, started once for
+// this suite on 127.0.0.1): inputs, outputs in every output_format and the state directory in a bucket; a run
+// killed with -9 mid-shard resumes from the state in the bucket to the output of an uninterrupted local run.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "e2e/e2e_util.h"
+#include "support/proc_util.h"
+
+namespace mmirage::testing {
+namespace {
+
+const char* kBucket = "mmirage-test";
+
+class S3Test : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    std::string python = MMIRAGE_DIST_PYTHON, script = std::string(MMIRAGE_SOURCE_DIR) + "/tests/e2e/s3_server.py";
+    std::string port_file = dir_->Path("port"), log = dir_->Path("server.log");
+    server_ = ::fork();
+    if (server_ == 0) {
+      ::setsid();
+      FILE* f = std::freopen(log.c_str(), "w", stderr);
+      f = std::freopen(log.c_str(), "a", stdout);
+      (void)f;
+      ::execl(python.c_str(), python.c_str(), script.c_str(), "serve", port_file.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    if (WaitFor([&] { return !ReadFile(port_file).empty(); }, 60)) {
+      endpoint_ = "http://127.0.0.1:" + ReadFile(port_file);
+    } else {
+      error_ = "the S3 server (" + python + " " + script +
+               ") did not start (run scripts/setup.sh --for-tests, "
+               "which installs tests/requirements-dist.txt): " +
+               ReadFile(log).substr(0, 2000);
+    }
+    ::setenv("AWS_ACCESS_KEY_ID", "testing", 1);  // what moto accepts; no real credential is ever used here
+    ::setenv("AWS_SECRET_ACCESS_KEY", "testing", 1);
+    ::setenv("AWS_REGION", "us-east-1", 1);
+    ::setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+    ::setenv("AWS_ENDPOINT_URL", endpoint_.c_str(), 1);
+  }
+  static void TearDownTestSuite() {
+    if (server_ > 0) {
+      ::kill(-server_, SIGKILL);
+      ::waitpid(server_, nullptr, 0);
+    }
+    delete dir_;
+  }
+  void SetUp() override { ASSERT_TRUE(error_.empty()) << error_; }
+
+  // Uploads the local file `path` as s3://<bucket>/<key> (creating the bucket).
+  static void Put(const std::string& path, const std::string& key) {
+    auto r = RunCommand(std::string(MMIRAGE_DIST_PYTHON) + " " + MMIRAGE_SOURCE_DIR + "/tests/e2e/s3_server.py put " +
+                        endpoint_ + " " + kBucket + " " + key + " " + path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static std::string Url(const std::string& key) { return std::string("s3://") + kBucket + "/" + key; }
+
+  static TempDir* dir_;
+  static pid_t server_;
+  static std::string endpoint_, error_;
+};
+TempDir* S3Test::dir_ = nullptr;
+pid_t S3Test::server_ = -1;
+std::string S3Test::endpoint_, S3Test::error_;
+
+std::string Retrying(const std::string& commit) {
+  return "execution_params:\n  retry: true\n  merge: true\n  max_retries: 3\n" + commit;
+}
+
+TEST_F(S3Test, EveryOutputFormatFromAndToTheBucketMatchesLocal) {
+  TempDir d;
+  WriteFile(d.Path("data.jsonl"), MakeRows(30));
+  Put(d.Path("data.jsonl"), "fmt/in/data.jsonl");
+  WriteFile(d.Path("l.yaml"),
+            RestructureConfig(d.Path("data.jsonl"), d.Path("out"), d.Path("state"), "  num_shards: 2\n", Retrying("")));
+  auto local = RunMmirage("run --config " + d.Path("l.yaml") + " --log-level WARNING");
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  std::vector<std::string> want = CatLines(d.Path("out/merged"));
+  ASSERT_EQ(want.size(), 30u);
+  for (std::string format : {"jsonl", "parquet", "hf"}) {
+    std::string cfg = RestructureConfig(Url("fmt/in/data.jsonl"), Url("fmt/out_" + format), Url("fmt/state_" + format),
+                                        "  num_shards: 2\n", Retrying(""));
+    cfg.replace(cfg.find("output_format: jsonl"), 20, "output_format: " + format);
+    WriteFile(d.Path(format + ".yaml"), cfg);
+    auto r = RunMmirage("run --config " + d.Path(format + ".yaml") + " --log-level WARNING");
+    ASSERT_EQ(r.exit_code, 0) << format << ": " << r.err;
+    EXPECT_EQ(CatLines(Url("fmt/out_" + format + "/merged")), want) << format;
+    auto check = RunMmirage("check --config " + d.Path(format + ".yaml"));
+    EXPECT_EQ(check.exit_code, 0) << format << ": " << check.out << check.err;
+  }
+  // A Parquet input in the bucket (the merged output above), read through ranged requests.
+  std::string pq = "processors: []\nloading_params:\n  datasets:\n    - type: parquet\n      path: " +
+                   Url("fmt/out_parquet/merged/*.parquet") + "\n      output_dir: " + Url("fmt/out_pq") +
+                   "\n      output_format: jsonl\n  state_dir: " + Url("fmt/state_pq") +
+                   "\nprocessing_params:\n  inputs: [{name: id, key: id}]\n  outputs: []\n  remove_columns: true\n"
+                   "  output_schema: {id: \"{{ id }}\"}\n" +
+                   Retrying("");
+  WriteFile(d.Path("pq.yaml"), pq);
+  auto r = RunMmirage("run --config " + d.Path("pq.yaml") + " --log-level WARNING");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(CatLines(Url("fmt/out_pq/merged")).size(), 30u);
+}
+
+TEST_F(S3Test, KillNineMidRunThenResumeGivesTheLocalOutput) {
+  TempDir d;
+  const int kRows = 1200;
+  WriteFile(d.Path("data.jsonl"), MakeRows(kRows));
+  Put(d.Path("data.jsonl"), "kill/in/data.jsonl");
+  const std::string commit = "  commit_every_rows: 2\n  commit_interval_seconds: 0.01\n";
+  WriteFile(d.Path("l.yaml"), RestructureConfig(d.Path("data.jsonl"), d.Path("out"), d.Path("state"),
+                                                "  num_shards: 2\n", Retrying(commit)));
+  auto local = RunMmirage("run --config " + d.Path("l.yaml") + " --log-level WARNING");
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  std::vector<std::string> want = CatLines(d.Path("out/merged"));
+  ASSERT_EQ(want.size(), static_cast<size_t>(kRows));
+
+  std::string cfg = d.Path("s3.yaml");
+  WriteFile(cfg, RestructureConfig(Url("kill/in/data.jsonl"), Url("kill/out"), Url("kill/state"), "  num_shards: 2\n",
+                                   Retrying(commit)));
+  // A watcher polls the bucket from before the run starts, and the run is killed as soon as the first shard has
+  // committed 20 of its rows there (its progress.json, written after each commit, says so).
+  std::string python = MMIRAGE_DIST_PYTHON, script = std::string(MMIRAGE_SOURCE_DIR) + "/tests/e2e/s3_server.py";
+  std::string ready = d.Path("watcher.ready");
+  pid_t watcher = ::fork();
+  if (watcher == 0) {
+    ::execl(python.c_str(), python.c_str(), script.c_str(), "wait", endpoint_.c_str(), kBucket,
+            "kill/state/shard_0/progress.json", "30", ready.c_str(), "20", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_TRUE(WaitFor([&] { return Exists(ready); }, 30)) << "the bucket watcher did not start";
+  pid_t run = ::fork();
+  if (run == 0) {
+    ::setsid();
+    FILE* f = std::freopen(d.Path("killed.log").c_str(), "w", stderr);
+    (void)f;
+    ::execl(MMIRAGE_BINARY, MMIRAGE_BINARY, "run", "--config", cfg.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int watched = 0, status = 0;
+  ::waitpid(watcher, &watched, 0);
+  bool finished = ::waitpid(run, &status, WNOHANG) == run;
+  ::kill(-run, SIGKILL);
+  if (!finished) ::waitpid(run, &status, 0);
+  ASSERT_TRUE(WIFEXITED(watched) && WEXITSTATUS(watched) == 0)
+      << "no commit reached the bucket: " << ReadFile(d.Path("killed.log"));
+  ASSERT_FALSE(finished) << "the run ended before it could be killed; lengthen the workload";
+
+  auto resumed = RunMmirage("run --config " + cfg);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  // attempts.log: "<attempt> <started_at> <host> <pid> <rows committed at its start>"; an attempt after the kill
+  // started from the rows the killed one had committed to the bucket.
+  int64_t resumed_from = 0;
+  std::string logs;
+  for (std::string shard : {"0", "1"}) {
+    auto attempts =
+        RunCommand(std::string(MMIRAGE_DIST_PYTHON) + " " + MMIRAGE_SOURCE_DIR + "/tests/e2e/s3_server.py get " +
+                   endpoint_ + " " + kBucket + " kill/state/shard_" + shard + "/attempts.log");
+    ASSERT_EQ(attempts.exit_code, 0) << attempts.err;
+    logs += attempts.out;
+    for (size_t at = 0, nl; (nl = attempts.out.find('\n', at)) != std::string::npos; at = nl + 1) {
+      std::string line = attempts.out.substr(at, nl - at);
+      if (line.rfind("1 ", 0) != 0 && std::isdigit(static_cast<unsigned char>(line[0]))) {
+        resumed_from = std::max<int64_t>(resumed_from, std::atoll(line.substr(line.rfind(' ') + 1).c_str()));
+      }
+    }
+  }
+  EXPECT_GT(resumed_from, 0) << "no shard resumed from committed rows:\n" << logs;
+  EXPECT_EQ(CatLines(Url("kill/out/merged")), want);
+}
+
+// A model output with the state in the bucket: the generation cache stays local (SQLite), the rows match a local run.
+TEST_F(S3Test, SyntheticModelRunWithStateInTheBucketMatchesLocal) {
+  TempDir d;
+  ASSERT_FALSE(SharedTinyModel().empty()) << "cannot generate the synthetic model with " << MakeTestModelTool();
+  WriteFile(d.Path("data.jsonl"), MakeRows(6));
+  Put(d.Path("data.jsonl"), "llm/in/data.jsonl");
+  auto config = [&](const std::string& data, const std::string& out, const std::string& state) {
+    return "processors:\n  - type: llm\n    server_args:\n      model_path: " + SharedTinyModel() +
+           "\n      extra_engine_args: {max_running_requests: 1, context_length: 256, n_threads: 1}\n"
+           "    default_sampling_params: {temperature: 0, max_new_tokens: 8}\n"
+           "loading_params:\n  datasets: [{type: JSONL, path: " +
+           data + ", output_dir: " + out + ", output_format: jsonl}]\n  state_dir: " + state +
+           "\n  num_shards: 2\nprocessing_params:\n  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
+           "  outputs: [{name: answer, type: llm, prompt: \"Rewrite: {{ text }}\"}]\n  remove_columns: true\n"
+           "  output_schema: {id: \"{{ id }}\", answer: \"{{ answer }}\"}\n" +
+           Retrying("  cache_dir: " + d.Path("cache") + "\n");
+  };
+  WriteFile(d.Path("l.yaml"), config(d.Path("data.jsonl"), d.Path("out"), d.Path("state")));
+  auto local = RunMmirage("run --config " + d.Path("l.yaml") + " --log-level WARNING");
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  WriteFile(d.Path("s3.yaml"), config(Url("llm/in/data.jsonl"), Url("llm/out"), Url("llm/state")));
+  std::string s3 = ReadFile(d.Path("s3.yaml"));
+  s3.replace(s3.find("  cache_dir: "), std::string("  cache_dir: " + d.Path("cache") + "\n").size(), "");
+  WriteFile(d.Path("s3.yaml"), s3);  // the default cache_dir: a local directory, not the bucket
+  auto r = RunCommand("HOME=" + d.Path("home") + " " + MMIRAGE_BINARY + " run --config " + d.Path("s3.yaml") +
+                      " --log-level WARNING");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Exists(d.Path("home/.cache/mmirage/generation_cache"))) << "the generation cache is not local";
+  std::vector<std::string> want = CatLines(d.Path("out/merged"));
+  ASSERT_EQ(want.size(), 6u);
+  EXPECT_EQ(CatLines(Url("llm/out/merged")), want);
+}
+
+}  // namespace
+}  // namespace mmirage::testing
