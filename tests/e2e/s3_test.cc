@@ -123,58 +123,68 @@ TEST_F(S3Test, KillNineMidRunThenResumeGivesTheLocalOutput) {
   std::vector<std::string> want = CatLines(d.Path("out/merged"));
   ASSERT_EQ(want.size(), static_cast<size_t>(kRows));
 
-  std::string cfg = d.Path("s3.yaml");
-  WriteFile(cfg, RestructureConfig(Url("kill/in/data.jsonl"), Url("kill/out"), Url("kill/state"), "  num_shards: 2\n",
-                                   Retrying(commit)));
-  // A watcher polls the bucket from before the run starts, and the run is killed as soon as the first shard has
-  // committed 20 of its rows there (its progress.json, written after each commit, says so).
-  std::string python = MMIRAGE_DIST_PYTHON, script = std::string(MMIRAGE_SOURCE_DIR) + "/tests/e2e/s3_server.py";
-  std::string ready = d.Path("watcher.ready");
-  pid_t watcher = ::fork();
-  if (watcher == 0) {
-    ::execl(python.c_str(), python.c_str(), script.c_str(), "wait", endpoint_.c_str(), kBucket,
-            "kill/state/shard_0/progress.json", "30", ready.c_str(), "20", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ASSERT_TRUE(WaitFor([&] { return Exists(ready); }, 30)) << "the bucket watcher did not start";
-  pid_t run = ::fork();
-  if (run == 0) {
-    ::setsid();
-    FILE* f = std::freopen(d.Path("killed.log").c_str(), "w", stderr);
-    (void)f;
-    ::execl(MMIRAGE_BINARY, MMIRAGE_BINARY, "run", "--config", cfg.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int watched = 0, status = 0;
-  ::waitpid(watcher, &watched, 0);
-  bool finished = ::waitpid(run, &status, WNOHANG) == run;
-  ::kill(-run, SIGKILL);
-  if (!finished) ::waitpid(run, &status, 0);
-  ASSERT_TRUE(WIFEXITED(watched) && WEXITSTATUS(watched) == 0)
-      << "no commit reached the bucket: " << ReadFile(d.Path("killed.log"));
-  ASSERT_FALSE(finished) << "the run ended before it could be killed; lengthen the workload";
-
-  auto resumed = RunMmirage("run --config " + cfg);
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  // attempts.log: "<attempt> <started_at> <host> <pid> <rows committed at its start>"; an attempt after the kill
-  // started from the rows the killed one had committed to the bucket.
+  // A kill that lands after the watched shard finished proves nothing (a loaded machine can be that slow): such a
+  // try is repeated under a fresh prefix, at most three times.
   int64_t resumed_from = 0;
-  std::string logs;
-  for (std::string shard : {"0", "1"}) {
-    auto attempts =
-        RunCommand(std::string(MMIRAGE_DIST_PYTHON) + " " + MMIRAGE_SOURCE_DIR + "/tests/e2e/s3_server.py get " +
-                   endpoint_ + " " + kBucket + " kill/state/shard_" + shard + "/attempts.log");
-    ASSERT_EQ(attempts.exit_code, 0) << attempts.err;
-    logs += attempts.out;
-    for (size_t at = 0, nl; (nl = attempts.out.find('\n', at)) != std::string::npos; at = nl + 1) {
-      std::string line = attempts.out.substr(at, nl - at);
-      if (line.rfind("1 ", 0) != 0 && std::isdigit(static_cast<unsigned char>(line[0]))) {
-        resumed_from = std::max<int64_t>(resumed_from, std::atoll(line.substr(line.rfind(' ') + 1).c_str()));
+  std::string logs, prefix;
+  for (int attempt = 0; attempt < 3 && resumed_from == 0; ++attempt) {
+    prefix = "kill" + std::to_string(attempt);
+    logs.clear();
+    std::string cfg = d.Path(prefix + ".yaml");
+    WriteFile(cfg, RestructureConfig(Url("kill/in/data.jsonl"), Url(prefix + "/out"), Url(prefix + "/state"),
+                                     "  num_shards: 2\n", Retrying(commit)));
+    // A watcher polls the bucket from before the run starts, and the run is killed as soon as the first shard has
+    // committed 20 of its rows there (its progress.json, written after each commit, says so).
+    std::string python = MMIRAGE_DIST_PYTHON, script = std::string(MMIRAGE_SOURCE_DIR) + "/tests/e2e/s3_server.py";
+    std::string ready = d.Path(prefix + ".ready");
+    pid_t watcher = ::fork();
+    if (watcher == 0) {
+      ::execl(python.c_str(), python.c_str(), script.c_str(), "wait", endpoint_.c_str(), kBucket,
+              (prefix + "/state/shard_0/progress.json").c_str(), "30", ready.c_str(), "20",
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ASSERT_TRUE(WaitFor([&] { return Exists(ready); }, 30)) << "the bucket watcher did not start";
+    pid_t run = ::fork();
+    if (run == 0) {
+      ::setsid();
+      FILE* f = std::freopen(d.Path(prefix + ".log").c_str(), "w", stderr);
+      (void)f;
+      ::execl(MMIRAGE_BINARY, MMIRAGE_BINARY, "run", "--config", cfg.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    int watched = 0, status = 0;
+    ::waitpid(watcher, &watched, 0);
+    bool finished = ::waitpid(run, &status, WNOHANG) == run;
+    ::kill(-run, SIGKILL);
+    if (!finished) ::waitpid(run, &status, 0);
+    ASSERT_TRUE(WIFEXITED(watched) && WEXITSTATUS(watched) == 0)
+        << "no commit reached the bucket: " << ReadFile(d.Path(prefix + ".log"));
+    if (finished) {  // the run ended before it could be killed
+      logs += prefix + ": the run ended before the kill\n";
+      continue;
+    }
+
+    auto resumed = RunMmirage("run --config " + cfg);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    // attempts.log: "<attempt> <started_at> <host> <pid> <rows committed at its start>"; an attempt after the kill
+    // started from the rows the killed one had committed to the bucket.
+    for (std::string shard : {"0", "1"}) {
+      auto attempts =
+          RunCommand(std::string(MMIRAGE_DIST_PYTHON) + " " + MMIRAGE_SOURCE_DIR + "/tests/e2e/s3_server.py get " +
+                     endpoint_ + " " + kBucket + " " + prefix + "/state/shard_" + shard + "/attempts.log");
+      ASSERT_EQ(attempts.exit_code, 0) << attempts.err;
+      logs += attempts.out;
+      for (size_t at = 0, nl; (nl = attempts.out.find('\n', at)) != std::string::npos; at = nl + 1) {
+        std::string line = attempts.out.substr(at, nl - at);
+        if (line.rfind("1 ", 0) != 0 && std::isdigit(static_cast<unsigned char>(line[0]))) {
+          resumed_from = std::max<int64_t>(resumed_from, std::atoll(line.substr(line.rfind(' ') + 1).c_str()));
+        }
       }
     }
   }
-  EXPECT_GT(resumed_from, 0) << "no shard resumed from committed rows:\n" << logs;
-  EXPECT_EQ(CatLines(Url("kill/out/merged")), want);
+  ASSERT_GT(resumed_from, 0) << "no shard resumed from committed rows in 3 tries:\n" << logs;
+  EXPECT_EQ(CatLines(Url(prefix + "/out/merged")), want);
 }
 
 // A model output with the state in the bucket: the generation cache stays local (SQLite), the rows match a local run.
