@@ -205,6 +205,10 @@ struct ProcessingParams {
   OutputNode output_schema;  // kMap
   bool remove_columns = false;
   bool cast_images = true;
+  // Extension: the order rows are sent to the engines. input (default) | prefix: within the bounded window of rows
+  // in flight, generations are dispatched grouped by their prompt's leading bytes so that engine prefix caches hit;
+  // the output keeps input order either way.
+  std::string order = "input";
 };
 
 // ---- loading ---------------------------------------------------------------------------------------------------

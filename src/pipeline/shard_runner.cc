@@ -98,6 +98,10 @@ Status RunRows(const config::Config& config, RowStream* stream, const RowTransfo
       std::max<size_t>(static_cast<size_t>(config.loading.batch_size), static_cast<size_t>(4 * generator->Capacity()));
   so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
   so.sample_offset = sample_offset;
+  // Prefix order keeps a few more than the slots in flight, so that no slot idles while the scheduler wakes up.
+  so.prefix_order = config.processing.order == "prefix";
+  const size_t slots = static_cast<size_t>(std::max(1, generator->Capacity()));
+  so.dispatch_limit = slots + std::max<size_t>(1, slots / 4);
   return RunStreaming(stream, transform, generator, so, sink, totals);
 }
 
