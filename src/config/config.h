@@ -280,6 +280,9 @@ struct Config {
   LoadingParams loading;
   ProcessingParams processing;
   ExecutionParams execution;
+  // Extension, top-level `tuned_by`: written by `mmirage tune --write` (what was tuned, when, the measured gain);
+  // stats, the report and estimate say that the run used a tuned config.
+  std::optional<std::string> tuned_by;
   std::vector<std::string> warnings;  // "FILE:LINE:COL: message"
 
   // The processor an output is routed to (the last declared one of that type), or nullptr.

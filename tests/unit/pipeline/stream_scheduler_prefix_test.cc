@@ -28,8 +28,7 @@ class RecordingEngine : public testing::FakeEngine {
     }
     int now = ++outstanding;
     int seen = max_outstanding.load();
-    while (now > seen && !max_outstanding.compare_exchange_weak(seen, now)) {
-    }
+    while (now > seen && !max_outstanding.compare_exchange_weak(seen, now)) {}
     testing::FakeEngine::Submit(std::move(r), [this, done = std::move(done)](engine::Completion c) {
       --outstanding;
       done(std::move(c));
@@ -120,8 +119,8 @@ TEST(StreamSchedulerPrefixTest, RowsReachTheSinkInInputOrder) {
   Outcome o = RunRows(true, 120, 16, 4);
   std::string expected;
   for (int i = 0; i < 120; ++i)
-    expected += "{\"i\":" + std::to_string(i) + ",\"a\":\"<SYSTEM " + std::to_string(i % 4) + "|" +
-                std::to_string(i) + ">\"}\n";
+    expected += "{\"i\":" + std::to_string(i) + ",\"a\":\"<SYSTEM " + std::to_string(i % 4) + "|" + std::to_string(i) +
+                ">\"}\n";
   EXPECT_EQ(o.all, expected);
   EXPECT_EQ(o.prompts.size(), 120u);
 }
