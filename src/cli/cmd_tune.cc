@@ -28,9 +28,9 @@ std::string Fixed(double x, int digits) {
 }
 
 void PrintTable(const exec::TuneReport& r) {
-  std::printf("tuning the %s processor (backend %s) on %lld sampled rows: %s s of a %s s budget\n",
-              r.processor.c_str(), r.backend.c_str(), static_cast<long long>(r.sample_rows),
-              Fixed(r.elapsed_seconds, 1).c_str(), Fixed(r.budget_seconds, 0).c_str());
+  std::printf("tuning the %s processor (backend %s) on %lld sampled rows: %s s of a %s s budget\n", r.processor.c_str(),
+              r.backend.c_str(), static_cast<long long>(r.sample_rows), Fixed(r.elapsed_seconds, 1).c_str(),
+              Fixed(r.budget_seconds, 0).c_str());
   std::printf("%-44s %12s %9s %9s  %s\n", "setting", "out tok/s", "rows/s", "p95 s", "status");
   for (size_t i = 0; i < r.trials.size(); ++i) {
     const exec::TuneTrial& t = r.trials[i];
@@ -79,12 +79,14 @@ Status WriteTuned(const Opts& o, const config::Config& c, const exec::TuneReport
     std::string v = s.value.is_string() ? s.value.as_string() : ToJson(s.value);
     edits.push_back({YamlPath(s.key, proc), v, "tuned by mmirage tune (was " + was + ")"});
   }
-  std::string marker = "mmirage tune " + UtcNow() + ": " + (b.changes.empty() ? "config's own settings kept" : b.Label()) +
-                       ", " + Fixed(r.gain, 2) + "x output tok/s on " + std::to_string(r.sample_rows) + " sample rows";
+  std::string marker = "mmirage tune " + UtcNow() + ": " +
+                       (b.changes.empty() ? "config's own settings kept" : b.Label()) + ", " + Fixed(r.gain, 2) +
+                       "x output tok/s on " + std::to_string(r.sample_rows) + " sample rows";
   MMIRAGE_ASSIGN_OR_RETURN(std::string text, Env::Default()->ReadFileToString(o.common.config_path));
   std::string header = "Tuned copy of " + o.common.config_path + " written by `mmirage tune`; the tuned keys carry a " +
                        "comment.\nComments of the original are not kept.";
-  MMIRAGE_ASSIGN_OR_RETURN(std::string out, config::RewriteTunedYaml(text, o.common.config_path, edits, marker, header));
+  MMIRAGE_ASSIGN_OR_RETURN(std::string out,
+                           config::RewriteTunedYaml(text, o.common.config_path, edits, marker, header));
   return WriteFileAtomically(Env::Default(), o.write, out);
 }
 

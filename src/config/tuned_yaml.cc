@@ -53,7 +53,8 @@ Result<YAML::Node> Descend(YAML::Node root, const std::vector<std::string>& path
     const std::string& p = path[i];
     if (!p.empty() && p[0] == '[') {
       size_t idx = 0;
-      for (size_t k = 1; k < p.size() && p[k] >= '0' && p[k] <= '9'; ++k) idx = idx * 10 + static_cast<size_t>(p[k] - '0');
+      for (size_t k = 1; k < p.size() && p[k] >= '0' && p[k] <= '9'; ++k)
+        idx = idx * 10 + static_cast<size_t>(p[k] - '0');
       if (!cur.IsSequence() || idx >= cur.size())
         return Status::InvalidArgument(name + ": no item " + p + " at " + Join({path.begin(), path.begin() + i}));
       cur.reset(cur[idx]);
@@ -97,9 +98,7 @@ Result<std::string> RewriteTunedYaml(const std::string& yaml, const std::string&
       text += "# " + header.substr(at, nl - at) + "\n";
     }
     return text + out.c_str() + "\n";
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(name + ": invalid YAML: " + e.what());
-  }
+  } catch (const YAML::Exception& e) { return Status::InvalidArgument(name + ": invalid YAML: " + e.what()); }
 }
 
 }  // namespace mmirage::config

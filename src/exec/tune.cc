@@ -97,8 +97,8 @@ class Search {
     tr.changes = changes;
     if (tr.ok && tr.failed_rows > base_failed_) {
       tr.ok = false;
-      tr.error = std::to_string(tr.failed_rows) + " sample row(s) failed (the config's own settings: " +
-                 std::to_string(base_failed_) + "): " + tr.error;
+      tr.error = std::to_string(tr.failed_rows) +
+                 " sample row(s) failed (the config's own settings: " + std::to_string(base_failed_) + "): " + tr.error;
     }
     LOG_INFO("tune: " << tr.Label() << ": " << (tr.ok ? Round(tr.output_tokens_per_sec, 1) : 0) << " output tok/s"
                       << (tr.ok ? "" : " (failed: " + tr.error + ")"));
@@ -248,7 +248,8 @@ Value TuneReport::ToValue() const {
   v.Set("best", trials.empty() ? Value() : trial_value(Best()));
   v.Set("gain", Round(gain, 3));
   v.Set("num_gpus", int64_t{num_gpus});
-  v.Set("gpu_days_per_billion_tokens", gpu_days_per_billion_tokens ? Value(Round(*gpu_days_per_billion_tokens, 4)) : Value());
+  v.Set("gpu_days_per_billion_tokens",
+        gpu_days_per_billion_tokens ? Value(Round(*gpu_days_per_billion_tokens, 4)) : Value());
   v.Set("prefix_gain", prefix_gain ? Value(Round(*prefix_gain, 3)) : Value());
   Value n = Value::EmptyArray();
   for (const auto& s : notes) n.Push(s);

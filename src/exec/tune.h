@@ -36,7 +36,7 @@ struct TuneSetting {
 struct TuneTrial {
   std::vector<TuneSetting> changes;  // against the config's own settings (empty: the config itself)
   bool ok = false;
-  std::string error;  // why it failed (engine start, lost rows)
+  std::string error;   // why it failed (engine start, lost rows)
   double seconds = 0;  // wall time of the trial, model load included
   double load_seconds = 0;
   int64_t rows = 0, failed_rows = 0, output_tokens = 0, prompt_tokens = 0, prompt_tokens_reused = 0;

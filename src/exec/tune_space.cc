@@ -72,7 +72,7 @@ std::vector<TuneKnob> TuneKnobs(const config::Processor& p, const config::Config
   std::vector<TuneKnob> k;
   if (backend == "openai") {
     int64_t cur = p.llm.endpoint && p.llm.endpoint->max_concurrency ? *p.llm.endpoint->max_concurrency
-                                                                     : IntIn(extra, "max_running_requests").value_or(64);
+                                                                    : IntIn(extra, "max_running_requests").value_or(64);
     k.push_back({"max_concurrency", Value(cur), Scaled(cur, {0.5, 2, 4}, 1, 1024), true});
     k.push_back(OrderKnob(c));
     return k;
@@ -95,7 +95,10 @@ std::vector<TuneKnob> TuneKnobs(const config::Processor& p, const config::Config
   k.push_back({"chunked_prefill_size", Value(chunk), Scaled(chunk, {0.5, 2}, 512, 65536), false});
   if (backend == "sglang") {
     const Value* mf = extra.is_object() ? extra.Find("mem_fraction_static") : nullptr;
-    double cur = mf == nullptr ? 0.88 : mf->is_int() ? static_cast<double>(mf->as_int()) : mf->is_number() ? mf->as_double() : 0.88;
+    double cur = mf == nullptr     ? 0.88
+                 : mf->is_int()    ? static_cast<double>(mf->as_int())
+                 : mf->is_number() ? mf->as_double()
+                                   : 0.88;
     std::vector<Value> fr;
     for (double f : {0.8, 0.92})
       if (f != cur) fr.emplace_back(f);

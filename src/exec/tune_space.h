@@ -11,9 +11,9 @@
 namespace mmirage::exec {
 
 struct TuneKnob {
-  std::string key;             // "order", "max_concurrency" or an extra_engine_args key
-  Value current;               // the config's value (or the engine's default)
-  std::vector<Value> coarse;   // values to try first, the current one left out
+  std::string key;              // "order", "max_concurrency" or an extra_engine_args key
+  Value current;                // the config's value (or the engine's default)
+  std::vector<Value> coarse;    // values to try first, the current one left out
   bool numeric_refine = false;  // after the coarse pass: try the midpoints around the best value
 };
 

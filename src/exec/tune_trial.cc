@@ -97,7 +97,8 @@ Result<TuneSample> DrawTuneSample(Env* env, const config::Config& c, int64_t n) 
   }
   if (cands.empty()) return Status::InvalidArgument("tune: " + ds.path + ": no row of the dataset can be used");
   // Strata of equal size by prompt length; the middle row of each, then back in dataset order.
-  std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) { return a.length < b.length; });
+  std::stable_sort(cands.begin(), cands.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.length < b.length; });
   const size_t k = std::min<size_t>(cands.size(), static_cast<size_t>(std::max<int64_t>(1, n)));
   std::vector<Candidate*> picked;
   for (size_t i = 0; i < k; ++i) picked.push_back(&cands[(2 * i + 1) * cands.size() / (2 * k)]);

@@ -11,8 +11,8 @@ namespace {
 std::string TuneRows(int n) {
   std::string s;
   for (int i = 0; i < n; ++i)
-    s += "{\"id\":" + std::to_string(i) + ",\"sys\":\"You are helper " + std::to_string(i % 4) +
-         ".\",\"q\":\"Item " + std::to_string(i) + std::string(static_cast<size_t>(i % 5) * 4, 'z') + "?\"}\n";
+    s += "{\"id\":" + std::to_string(i) + ",\"sys\":\"You are helper " + std::to_string(i % 4) + ".\",\"q\":\"Item " +
+         std::to_string(i) + std::string(static_cast<size_t>(i % 5) * 4, 'z') + "?\"}\n";
   return s;
 }
 
@@ -83,6 +83,18 @@ TEST(TuneE2eTest, JsonReportAndATunedCopyThatDiffersOnlyInTunedKeys) {
   EXPECT_EQ(after->processors[0].llm.default_sampling_params, before->processors[0].llm.default_sampling_params);
   auto v = RunMmirage("validate --config '" + d.Path("tuned.yaml") + "'");
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+
+  // stats (table, JSON, HTML) and estimate say that the config is tuned; the original's say nothing.
+  const std::string marker = *after->tuned_by;
+  for (const char* args :
+       {"stats --format table", "stats", "stats --format html", "estimate --no-generate --sample 2"}) {
+    auto tuned = RunMmirage(std::string(args) + " --config '" + d.Path("tuned.yaml") + "'");
+    EXPECT_EQ(tuned.exit_code, 0) << args << tuned.err;
+    EXPECT_NE(tuned.out.find("tuned"), std::string::npos) << args << ": " << tuned.out;
+    EXPECT_NE(tuned.out.find(marker.substr(0, 20)), std::string::npos) << args << ": " << tuned.out;
+    auto plain = RunMmirage(std::string(args) + " --config '" + d.Path("c.yaml") + "'");
+    EXPECT_EQ(plain.out.find("mmirage tune"), std::string::npos) << args << ": " << plain.out;
+  }
 }
 
 TEST(TuneE2eTest, TheTableListsTrialsTheBestAndTheProjection) {

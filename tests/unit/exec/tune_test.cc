@@ -19,8 +19,7 @@ config::Config TuneConfig(const testing::TempDir& dir, const std::string& extra 
   std::string y = "processors: [{type: llm, server_args: {model_path: fake.gguf, extra_engine_args: " + extra +
                   "}}]\n"
                   "loading_params:\n  datasets: [{type: JSONL, path: " +
-                  dir.Path("d.jsonl") + ", output_dir: " + dir.Path("out") +
-                  "}]\n  state_dir: " + dir.Path("state") +
+                  dir.Path("d.jsonl") + ", output_dir: " + dir.Path("out") + "}]\n  state_dir: " + dir.Path("state") +
                   "\n"
                   "processing_params:\n  inputs: [{name: s, key: s}, {name: q, key: q}]\n"
                   "  outputs: [{name: a, type: llm, prompt: '{{ s }} {{ q }}'}]\n"
@@ -39,8 +38,7 @@ int64_t SlotsOf(const config::Processor& p) {
 
 // A fake engine with the trial's parallel slots; 16 slots "run out of memory" at load, 8 slots lose rows.
 process::EngineFactory FakeFactory(std::atomic<int>* engines) {
-  return [engines](const config::Processor& p,
-                   std::vector<std::string>*) -> Result<std::unique_ptr<engine::Engine>> {
+  return [engines](const config::Processor& p, std::vector<std::string>*) -> Result<std::unique_ptr<engine::Engine>> {
     int64_t slots = SlotsOf(p);
     if (slots == 16) return Status::Internal("cannot create a llama context: out of memory");
     ++*engines;
@@ -172,8 +170,8 @@ TEST(TuneSpaceTest, EndpointsTuneConcurrencyAndServersTheirSchedulers) {
   auto k = TuneKnobs(c.processors[0], c, 8);
   std::vector<std::string> keys;
   for (const auto& x : k) keys.push_back(x.key);
-  EXPECT_EQ(keys, (std::vector<std::string>{"max_running_requests", "order", "chunked_prefill_size",
-                                            "mem_fraction_static"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"max_running_requests", "order", "chunked_prefill_size", "mem_fraction_static"}));
   EXPECT_EQ(k[2].current.as_int(), 4096);
   auto applied = ApplyTuneSettings(c, 0, {{"chunked_prefill_size", Value(int64_t{8192})}, {"order", Value("prefix")}});
   EXPECT_EQ(applied.processors[0].llm.extra_engine_args.Find("chunked_prefill_size")->as_int(), 8192);
