@@ -20,6 +20,10 @@ namespace mmirage::exec {
 namespace {
 
 constexpr double kMinGain = 0.03;
+// A trial runs at most budget / kTrialsPerBudget seconds after its model load (at least kMinTrialSeconds), so that
+// a slow setting (one parallel sequence, say) leaves time for the others.
+constexpr double kTrialsPerBudget = 8;
+constexpr double kMinTrialSeconds = 1;
 
 std::string ScalarText(const Value& v) { return v.is_string() ? v.as_string() : ToJson(v); }
 
@@ -93,6 +97,7 @@ class Search {
     config::Config c = ApplyTuneSettings(*opt_.config, proc_, changes);
     TrialInput in = base_;
     in.config = &c;
+    in.max_seconds = std::max(kMinTrialSeconds, opt_.budget_seconds / kTrialsPerBudget);
     TuneTrial tr = RunTuneTrial(in, &rep_->num_gpus);
     tr.changes = changes;
     if (tr.ok && tr.failed_rows > base_failed_) {
@@ -119,6 +124,8 @@ class Search {
     Value best_value = knob.current;
     const TuneTrial anchor = rep_->Best();
     auto attempt = [&](const Value& v) {
+      // More parallel requests than sample rows measure nothing: the sample cannot fill them.
+      if (knob.numeric_refine && v.is_int() && v.as_int() > rep_->sample_rows) return true;
       if (!Fits()) return false;
       TuneTrial tr = Trial(With(best_changes_, knob.key, v));
       tried.push_back(v);

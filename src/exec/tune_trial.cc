@@ -135,13 +135,19 @@ TuneTrial RunTuneTrial(const TrialInput& in, int* num_gpus) {
   pipeline::StreamOptions so = pipeline::StreamOptionsFor(*in.config, (*gen)->Capacity());
   pipeline::StreamTotals totals;
   std::string first_error;
+  bool capped = false;
   auto sink = [&](pipeline::ProcessedBatch& b) {
     tr.rows += b.rows;
     tr.failed_rows += static_cast<int64_t>(b.failures.size());
     if (first_error.empty() && !b.failures.empty()) first_error = b.failures[0].error.message;
+    if (in.max_seconds > 0 && static_cast<double>(env->MonotonicMicros() - t1) / 1e6 > in.max_seconds) {
+      capped = true;
+      return Status::Unavailable("tune: the trial's time is up");  // ends the stream; the rows done are measured
+    }
     return Status::OK();
   };
   Status s = pipeline::RunStreaming(&stream, t, gen->get(), so, sink, &totals);
+  if (capped) s = Status::OK();
   const uint64_t t2 = env->MonotonicMicros();
   tr.prompt_tokens_reused = (*gen)->Counters().prompt_tokens_reused;
   (*gen)->Shutdown();

@@ -28,6 +28,9 @@ struct TrialInput {
   const config::Config* config = nullptr;  // the config of this trial (settings applied)
   std::string sample_path;                 // JSONL
   const process::EngineFactory* factory = nullptr;
+  // After the model load, a trial stops at the first handed-over rows past this many seconds (0: runs the whole
+  // sample) and is measured on the rows done, so that one slow setting cannot eat the budget.
+  double max_seconds = 0;
 };
 
 // Runs one trial. Never fails: an engine that does not start or a stream error is the trial's `error` (ok false).

@@ -63,6 +63,7 @@ TEST(TuneE2eTest, JsonReportAndATunedCopyThatDiffersOnlyInTunedKeys) {
   // Trials wrote nothing of a run.
   EXPECT_FALSE(Exists(d.Path("out")));
   EXPECT_FALSE(Exists(d.Path("state")));
+  EXPECT_FALSE(Exists(d.Path("generation_cache")));  // where the config's cache would be: trials never use it
 
   auto before = Load(d.Path("c.yaml"));
   auto after = Load(d.Path("tuned.yaml"));

@@ -66,11 +66,11 @@ TEST(TuneTest, FailingSettingsAreReportedAndNeverChosen) {
   TuneOptions o;
   o.config = &c;
   o.budget_seconds = 30;
-  o.sample_rows = 12;
+  o.sample_rows = 16;
   o.engine_factory = FakeFactory(&engines);
   auto r = RunTune(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->sample_rows, 12);
+  EXPECT_EQ(r->sample_rows, 16);
   EXPECT_EQ(r->backend, "llama");
   ASSERT_GE(r->trials.size(), 4u);
   EXPECT_TRUE(r->trials[0].changes.empty());
