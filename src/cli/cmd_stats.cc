@@ -111,6 +111,7 @@ int Stats(const StatsOptions& o) {
     run.per_shard = per_shard;
     run.aggregate = aggregate;
     run.knobs = KnobsOf(*config);
+    run.tuned_by = config->tuned_by.value_or("");
     for (const auto& sh : run.shards)  // the sample period the shards recorded (gaps are judged against it)
       for (const auto& e : sh.timeline)
         if (e.event == "start" && e.interval) run.timeline_interval_seconds = *e.interval;
@@ -128,6 +129,7 @@ int Stats(const StatsOptions& o) {
   if (o.format == "html") {
     std::cout << RenderHtmlReport(run, advice);
   } else if (o.format == "table") {
+    if (config->tuned_by) std::cout << "tuned config: " << *config->tuned_by << "\n";
     std::cout << PerShardTable(per_shard) << "\n"
               << FormatAggregateTable(aggregate) << "\n"
               << FormatAdviceText(advice);
@@ -135,6 +137,7 @@ int Stats(const StatsOptions& o) {
     Value report = Value::EmptyObject();
     report.Set("per_shard", std::move(per_shard));
     report.Set("aggregate", std::move(aggregate));
+    if (config->tuned_by) report.Set("tuned_by", *config->tuned_by);
     std::cout << ToJsonPretty(report, 2) << "\n";
   }
   return kExitOk;

@@ -43,6 +43,7 @@ Runner RegisterPreview(CLI::App* app);
 Runner RegisterQuery(CLI::App* app);
 Runner RegisterCat(CLI::App* app);
 Runner RegisterCollect(CLI::App* app);
+Runner RegisterTune(CLI::App* app);
 // One batch_api shard's next step (cmd_collect.cc): returns 0 (exported, submitted or complete), 75 (a batch is
 // still in progress) or 1 (an error, logged). `merge_after`: merge the datasets once the shard is complete.
 int RunBatchShardCommand(const config::Config& config, int64_t shard_id, const std::string& export_prompts,

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   reg(RegisterCache(&app), "cache");
   reg(RegisterCat(&app), "cat");
   reg(RegisterCollect(&app), "collect");
+  reg(RegisterTune(&app), "tune");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) { return app.exit(e); } catch (const CLI::ParseError& e) {

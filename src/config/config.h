@@ -205,6 +205,10 @@ struct ProcessingParams {
   OutputNode output_schema;  // kMap
   bool remove_columns = false;
   bool cast_images = true;
+  // Extension: the order rows are sent to the engines. input (default) | prefix: within the bounded window of rows
+  // in flight, generations are dispatched grouped by their prompt's leading bytes so that engine prefix caches hit;
+  // the output keeps input order either way.
+  std::string order = "input";
 };
 
 // ---- loading ---------------------------------------------------------------------------------------------------
@@ -276,6 +280,9 @@ struct Config {
   LoadingParams loading;
   ProcessingParams processing;
   ExecutionParams execution;
+  // Extension, top-level `tuned_by`: written by `mmirage tune --write` (what was tuned, when, the measured gain);
+  // stats, the report and estimate say that the run used a tuned config.
+  std::optional<std::string> tuned_by;
   std::vector<std::string> warnings;  // "FILE:LINE:COL: message"
 
   // The processor an output is routed to (the last declared one of that type), or nullptr.

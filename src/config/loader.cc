@@ -600,6 +600,7 @@ Result<Config> LoadConfigFromString(const std::string& yaml, const std::string& 
     }
     if (options.shard_id_override) c.loading.shard_id = *options.shard_id_override;
     if (top.Has("processing_params")) ReadProcessing(&diag, vars, yaml, top.Get("processing_params"), &c);
+    top.OptString("tuned_by", &c.tuned_by);
     top.Get("processors");
     top.Get("loading_params");
     top.Get("processing_params");

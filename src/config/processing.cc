@@ -376,6 +376,7 @@ void ReadProcessing(Diag* d, const VarLookup& vars, const std::string& yaml, con
   }
   r.Bool("remove_columns", &pp.remove_columns);
   r.Bool("cast_images", &pp.cast_images);
+  r.Literal("order", {"input", "prefix"}, &pp.order);
   r.Finish();
 }
 

@@ -717,6 +717,8 @@ Result<EstimateReport> RunEstimate(const EstimateOptions& opt) {
   // A paid processor runs only on --generate-via: its timing is that endpoint's.
   if (run && run->stats.runtime_seconds) EstimateTime(c, opt, pop, *run, sample_out, plan.paid, &rep);
   EstimateCost(plan, &rep);
+  if (c.tuned_by)
+    rep.assumptions.push_back("The config is a tuned copy (" + *c.tuned_by + "): timings are at the tuned settings.");
   return rep;
 }
 

@@ -82,6 +82,22 @@ RowTransform DatasetTransform(Env* env, const config::Config& config, const Data
   return transform;
 }
 
+}  // namespace
+
+StreamOptions StreamOptionsFor(const config::Config& config, int capacity) {
+  // The window bounds rows in flight; batch_size only widens it (it never synchronises).
+  StreamOptions so;
+  const size_t slots = static_cast<size_t>(std::max(1, capacity));
+  so.window = std::max<size_t>(static_cast<size_t>(config.loading.batch_size), 4 * slots);
+  so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
+  // Prefix order keeps a few more than the slots in flight, so that no slot idles while the scheduler wakes up.
+  so.prefix_order = config.processing.order == "prefix";
+  so.dispatch_limit = slots + std::max<size_t>(1, slots / 4);
+  return so;
+}
+
+namespace {
+
 // Runs the rows of `stream` through `transform` into `sink`: in parallel batches when no output calls a model
 // (generator null), else through the streaming scheduler. The one place that picks the scheduler and its options,
 // so the first pass and a redo of failed rows run alike. kUnavailable "interrupted" after a stop request.
@@ -92,11 +108,7 @@ Status RunRows(const config::Config& config, RowStream* stream, const RowTransfo
     MMIRAGE_TRY(RunRowBatches(stream, transform, RowBatchOptions{}, sink));
     return StopRequested() ? Status::Unavailable("interrupted") : Status::OK();
   }
-  // The window bounds rows in flight; batch_size only widens it (it never synchronises).
-  StreamOptions so;
-  so.window =
-      std::max<size_t>(static_cast<size_t>(config.loading.batch_size), static_cast<size_t>(4 * generator->Capacity()));
-  so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
+  StreamOptions so = StreamOptionsFor(config, generator->Capacity());
   so.sample_offset = sample_offset;
   return RunStreaming(stream, transform, generator, so, sink, totals);
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "pipeline/stream_scheduler.h"
 #include "process/output_generator.h"
 #include "util/env.h"
 #include "util/status.h"
@@ -43,6 +44,10 @@ struct ShardRunReport {
 // Checks that the config can run in this build (every output has a processor this build runs, model files
 // exist). Called before any state is written, so a config that cannot run consumes no retry budget.
 Status CheckRunnable(const config::Config& config);
+
+// The streaming scheduler's options for `config` over engines with `capacity` parallel slots (window, flush size,
+// row order): the one place they are chosen, for runs and for `tune`'s trials alike.
+StreamOptions StreamOptionsFor(const config::Config& config, int capacity);
 
 // OK iff the shard ended with status success. On error the status file says failed with the same message.
 Result<ShardRunReport> RunShard(const ShardRunOptions& options);

@@ -1,6 +1,7 @@
 #include "pipeline/stream_scheduler.h"
 
 #include <chrono>
+#include <algorithm>
 #include <condition_variable>
 #include <optional>
 #include <deque>
@@ -9,6 +10,7 @@
 #include <mutex>
 
 #include "data/json.h"
+#include "pipeline/dispatch_queue.h"
 #include "util/signals.h"
 
 namespace mmirage::pipeline {
@@ -55,7 +57,13 @@ class Scheduler {
  public:
   Scheduler(RowStream* stream, const RowTransform& transform, process::OutputGenerator* gen,
             const StreamOptions& options, const std::function<Status(ProcessedBatch&)>& sink, StreamTotals* totals)
-      : stream_(stream), transform_(transform), gen_(gen), options_(options), sink_(sink), totals_(totals) {}
+      : stream_(stream),
+        transform_(transform),
+        gen_(gen),
+        options_(options),
+        sink_(sink),
+        totals_(totals),
+        queue_(options.prefix_order ? DispatchQueue::Order::kPrefix : DispatchQueue::Order::kInput) {}
 
   Status Run() {
     std::optional<std::chrono::steady_clock::time_point> stop_deadline;
@@ -66,6 +74,7 @@ class Scheduler {
                         std::chrono::milliseconds(static_cast<int64_t>(options_.stop_grace_seconds * 1000));
       }
       MMIRAGE_TRY(Admit());
+      Dispatch();
       MMIRAGE_TRY(Flush(false));
       if (active_.empty()) {
         if (exhausted_) break;
@@ -87,7 +96,8 @@ class Scheduler {
         events.swap(mail_->events);
       }
       for (auto& e : events) OnGenerated(e.seq, std::move(e.result));
-      if (!fatal_.ok()) return fatal_;  // e.g. a custom processor's tripped circuit breaker: the shard fails
+      if (!fatal_.ok()) return fatal_;
+      Dispatch();  // e.g. a custom processor's tripped circuit breaker: the shard fails
     }
     MMIRAGE_TRY(Flush(true));
     return stop_deadline ? Status::Unavailable("interrupted") : Status::OK();
@@ -141,18 +151,9 @@ class Scheduler {
     if (st.next_output < outputs.size()) {
       auto prompt = transform_.RenderPrompt(st.next_output, st.vars);
       if (!prompt.ok) return Fail(seq, st, prompt.error);
-      size_t k = st.next_output;
+      queue_.Push(DispatchQueue::Item{seq, st.next_output, std::move(prompt.value)});
       active_[seq] = std::move(st);
-      ++pending_;
-      ++totals_->generations;
-      ++totals_->in_flight;
-      process::RowInfo info{st_row_index(seq), static_cast<int64_t>(st_row_index(seq)) + options_.sample_offset};
-      gen_->Generate(k, std::move(prompt.value), active_[seq].vars, info,
-                     [mail = mail_, seq](process::GenerateResult r) {
-                       std::lock_guard<std::mutex> l(mail->mu);
-                       mail->events.push_back(Event{seq, std::move(r)});
-                       mail->cv.notify_one();
-                     });
+      if (!options_.prefix_order) Dispatch();
       return;
     }
     Finished f;
@@ -167,6 +168,26 @@ class Scheduler {
   }
 
   uint64_t st_row_index(uint64_t seq) const { return active_.at(seq).row_index; }
+
+  // Sends waiting generations: all of them in input order; in prefix order while fewer than dispatch_limit are in
+  // flight (the rest wait, so that the next free slot takes the prompt nearest the last one sent).
+  void Dispatch() {
+    const int64_t limit = static_cast<int64_t>(std::max<size_t>(1, options_.dispatch_limit));
+    while (!queue_.empty() && (!options_.prefix_order || pending_ < limit)) {
+      DispatchQueue::Item item = queue_.Pop();
+      uint64_t seq = item.seq;
+      ++pending_;
+      ++totals_->generations;
+      ++totals_->in_flight;
+      process::RowInfo info{st_row_index(seq), static_cast<int64_t>(st_row_index(seq)) + options_.sample_offset};
+      gen_->Generate(item.output, std::move(item.prompt), active_[seq].vars, info,
+                     [mail = mail_, seq](process::GenerateResult r) {
+                       std::lock_guard<std::mutex> l(mail->mu);
+                       mail->events.push_back(Event{seq, std::move(r)});
+                       mail->cv.notify_one();
+                     });
+    }
+  }
 
   void OnGenerated(uint64_t seq, process::GenerateResult r) {
     --pending_;
@@ -247,6 +268,7 @@ class Scheduler {
   std::shared_ptr<Mailbox> mail_ = std::make_shared<Mailbox>();
   int64_t pending_ = 0;  // generations submitted and not yet consumed
   Status fatal_;         // the first fatal generation error (ends the run)
+  DispatchQueue queue_;  // generations rendered and not yet sent (their rows are in active_)
 };
 
 }  // namespace

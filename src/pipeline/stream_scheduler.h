@@ -23,6 +23,11 @@ struct StreamOptions {
   size_t flush_rows = 32;          // hand rows to the sink in groups of at most this many (sooner when the stream ends)
   double stop_grace_seconds = 20;  // after a stop request: wait this long for rows in flight, then abandon them
   int64_t sample_offset = 0;       // RowInfo::sample_index = row_index + sample_offset (position in the shard's part)
+  // prefix_order false: each generation is sent as soon as its prompt is rendered. true: generations wait within the
+  // window and are sent grouped by their prompt's leading bytes (pipeline/dispatch_queue.h), at most
+  // `dispatch_limit` in flight, so that the engine's prefix cache hits; the sink still gets rows in input order.
+  bool prefix_order = false;
+  size_t dispatch_limit = 8;  // prefix order: generations in flight at once (>= 1; the engines' parallel slots)
 };
 
 // Counters of a streaming run; atomics so that a progress reporter may read them while the run updates them.

@@ -75,6 +75,7 @@ struct RunReport {
   Value per_shard;  // as `mmirage stats` prints it
   Value aggregate;  // stats/aggregate.h
   TuningKnobs knobs;
+  std::string tuned_by;                   // the config's `tuned_by` marker (`mmirage tune --write`); "" when not tuned
   double timeline_interval_seconds = 10;  // nominal sample period (gaps are judged against it)
 };
 

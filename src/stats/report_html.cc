@@ -376,6 +376,7 @@ std::string RenderHtmlReport(const RunReport& run, const std::vector<Advice>& ad
   h += "<h1>mmirage run report</h1><p class=\"sub\">config <code>" + HtmlEscape(run.config_path) + "</code> \xC2\xB7 " +
        std::to_string(done) + " of " + std::to_string(run.num_shards) + " shards successful \xC2\xB7 generated " +
        HtmlEscape(LocalIsoTime(static_cast<uint64_t>(run.generated_at * 1e6)).substr(0, 19)) + "</p>";
+  if (!run.tuned_by.empty()) h += "<p class=\"sub\">tuned config: <code>" + HtmlEscape(run.tuned_by) + "</code></p>";
   h += KeyFigures(run);
   h += AdviceSection(advice);
   double t0 = 0, t1 = 0;
