@@ -38,9 +38,12 @@ struct EndpointConfig {
   std::string model;                       // model name sent in requests (empty: the server's default)
   std::string mode = "chat";               // chat | completion (the rendered prompt is sent verbatim)
   std::optional<int64_t> max_concurrency;  // default: extra_engine_args.max_running_requests, else 64
-  double timeout_seconds = 600;            // per request
-  int64_t max_retries = 5;                 // per request, on 429 / 5xx / connection errors / timeouts
-  double down_timeout_seconds = 120;       // endpoint unreachable this long → the shard fails fast
+  bool max_concurrency_auto = false;       // `max_concurrency: auto`: adaptive (AIMD), at most max_concurrency
+  // rate_limits: absent → learned from the endpoint's x-ratelimit-* headers (none: unlimited).
+  std::optional<double> requests_per_minute, tokens_per_minute;
+  double timeout_seconds = 600;       // per request
+  int64_t max_retries = 5;            // per request, on 429 / 5xx / connection errors / timeouts
+  double down_timeout_seconds = 120;  // endpoint unreachable this long → the shard fails fast
 };
 
 struct LlmProcessor {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "config/hosted.h"
 #include "config/validate.h"
 #include "data/json.h"
 #include "config/yaml_reader.h"
@@ -51,8 +52,7 @@ void ReadEndpoint(MapReader& r, LlmProcessor* p) {
   e.Get("api_key");
   e.String("model", &c.model);
   e.Literal("mode", {"chat", "completion"}, &c.mode);
-  if (e.OptInt("max_concurrency", &c.max_concurrency) && c.max_concurrency && *c.max_concurrency < 1)
-    d->Error(e.LocOf("max_concurrency"), r.section() + ".endpoint.max_concurrency must be >= 1");
+  ReadEndpointAdmission(e, &c);
   if (e.Double("timeout_seconds", &c.timeout_seconds) && c.timeout_seconds <= 0)
     d->Error(e.LocOf("timeout_seconds"), r.section() + ".endpoint.timeout_seconds must be > 0");
   if (e.Int("max_retries", &c.max_retries) && c.max_retries < 0)

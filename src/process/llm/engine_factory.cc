@@ -18,6 +18,7 @@ namespace mmirage::process::llm {
 namespace {
 
 constexpr int64_t kDefaultMaxConcurrency = 64;
+constexpr int64_t kAutoMaxConcurrency = 256;  // the ceiling of `max_concurrency: auto`
 constexpr int64_t kDefaultLlamaServerSlots = 8;
 constexpr int64_t kDefaultCtxPerSlot = 4096;
 
@@ -178,6 +179,13 @@ Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Process
   o.max_concurrency = static_cast<int>(ep.max_concurrency.value_or(
       IntArg(llm.extra_engine_args, "max_running_requests").value_or(kDefaultMaxConcurrency)));
   o.max_concurrency = std::max(1, o.max_concurrency);
+  if (ep.max_concurrency_auto) {
+    o.adaptive_concurrency = true;
+    o.max_concurrency =
+        static_cast<int>(IntArg(llm.extra_engine_args, "max_running_requests").value_or(kAutoMaxConcurrency));
+  }
+  o.requests_per_minute = ep.requests_per_minute.value_or(0);
+  o.tokens_per_minute = ep.tokens_per_minute.value_or(0);
   o.timeout_seconds = ep.timeout_seconds;
   o.max_retries = static_cast<int>(ep.max_retries);
   o.down_timeout_seconds = ep.down_timeout_seconds;

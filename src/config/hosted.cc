@@ -1,0 +1,30 @@
+// Hosted-API endpoint keys (contract: hosted.h).
+#include "config/hosted.h"
+
+namespace mmirage::config {
+
+void ReadEndpointAdmission(MapReader& e, EndpointConfig* c) {
+  Diag* d = e.diag();
+  const std::string where = e.section();
+  YAML::Node mc = e.Get("max_concurrency");
+  if (mc.IsDefined() && mc.IsScalar() && mc.Scalar() == "auto") {
+    c->max_concurrency_auto = true;
+  } else if (e.OptInt("max_concurrency", &c->max_concurrency) && c->max_concurrency && *c->max_concurrency < 1) {
+    d->Error(e.LocOf("max_concurrency"), where + ".max_concurrency must be >= 1 or 'auto'");
+  }
+  YAML::Node rl = e.Get("rate_limits");
+  if (!rl.IsDefined() || rl.IsNull()) return;
+  if (!rl.IsMap()) {
+    d->Error(rl, where + ".rate_limits: expected a map, got " + Describe(rl));
+    return;
+  }
+  MapReader r(d, &e.vars(), rl, where + ".rate_limits");
+  if (r.OptDouble("requests_per_minute", &c->requests_per_minute) && c->requests_per_minute &&
+      *c->requests_per_minute <= 0)
+    d->Error(r.LocOf("requests_per_minute"), where + ".rate_limits.requests_per_minute must be > 0");
+  if (r.OptDouble("tokens_per_minute", &c->tokens_per_minute) && c->tokens_per_minute && *c->tokens_per_minute <= 0)
+    d->Error(r.LocOf("tokens_per_minute"), where + ".rate_limits.tokens_per_minute must be > 0");
+  r.Finish();
+}
+
+}  // namespace mmirage::config
