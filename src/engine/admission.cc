@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "engine/engine.h"
@@ -15,6 +16,14 @@ namespace mmirage::engine {
 namespace {
 
 constexpr uint64_t kMinWaitMicros = 1000;  // a TryAcquire that fails asks again no sooner than this
+// Latencies below this are all "fast": growth among them (0.3 ms → 1 ms on a local server) is noise, not load.
+constexpr double kLatencyFloorMicros = 20000;
+
+std::string FormatCount(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), v == std::floor(v) && v < 1e15 ? "%.0f" : "%.2f", v);
+  return buf;
+}
 
 std::optional<double> ParseNumber(const std::string& s) {
   if (s.empty()) return std::nullopt;
@@ -105,7 +114,8 @@ void AdmissionController::SetLimit(Bucket* b, double per_minute, uint64_t now, c
   b->capacity = std::max(1.0, per_minute * o_.headroom / 60.0 * o_.burst_seconds);
   b->level = what == nullptr ? b->capacity : std::min(b->level, 0.0);
   b->last_us = now;
-  if (what != nullptr) LOG_INFO(o_.name << ": rate limit " << per_minute << " " << what << "/minute (from headers)");
+  if (what != nullptr)
+    LOG_INFO(o_.name << ": rate limit " << FormatCount(per_minute) << " " << what << "/minute (from headers)");
 }
 
 void AdmissionController::Refill(Bucket* b, uint64_t now) const {
@@ -187,7 +197,8 @@ void AdmissionController::OnSuccess(const AdmissionPermit& p, uint64_t now) {
   latency_ewma_us_ = latency_ewma_us_ == 0 ? latency : 0.8 * latency_ewma_us_ + 0.2 * latency;
   if (latency_min_us_ == 0 || latency_ewma_us_ < latency_min_us_) latency_min_us_ = latency_ewma_us_;
   if (!o_.adaptive) return;
-  if (latency_ewma_us_ > o_.latency_growth * latency_min_us_ && p.start_us >= last_decrease_us_ && window_ > 1) {
+  double baseline = std::max(latency_min_us_, kLatencyFloorMicros);
+  if (latency_ewma_us_ > o_.latency_growth * baseline && p.start_us >= last_decrease_us_ && window_ > 1) {
     last_decrease_us_ = now;
     // Raise the baseline so a latency that stays high shrinks the window once, not every round trip.
     latency_min_us_ = std::max(latency_ewma_us_, latency) * 1.5 / o_.latency_growth;

@@ -9,7 +9,8 @@
 //    or a provider header saying nothing remains empties the buckets, so 429s are rare and never a storm.
 //  - a concurrency window: fixed (`max_concurrency`), or adaptive (AIMD): +1/window per success while the window
 //    is what holds requests back, ×1/2 on an overload answer (429/503/529) at most once per round trip, ×0.8 when
-//    the smoothed latency passes `latency_growth` × the lowest seen. The window in force is logged when it changes.
+//    the smoothed latency passes `latency_growth` × the lowest seen (latencies under 20 ms count as 20 ms). The window
+//    in force is logged when it changes.
 //
 // Usage (non-blocking, for an event loop): TryAcquire(estimated_tokens) → a permit, or how long to wait (0: wait
 // for a Release); then exactly one Release(permit, outcome, actual_tokens, headers) per permit.
@@ -50,15 +51,15 @@ std::optional<double> ParseDurationSeconds(const std::string& s);
 int64_t EstimateRequestTokens(const Request& request);
 
 struct AdmissionOptions {
-  std::string name = "endpoint";       // for log lines
-  double requests_per_minute = 0;      // 0 = not configured: learned from headers, unlimited until then
-  double tokens_per_minute = 0;        // idem
-  int max_concurrency = 64;            // the fixed window; adaptive: its ceiling
-  bool adaptive = false;               // max_concurrency: auto
-  int initial_concurrency = 8;         // adaptive: the window to start with (clamped to [1, max_concurrency])
-  double headroom = 0.97;              // buckets refill at this fraction of the limit
-  double burst_seconds = 0.5;          // bucket capacity, in seconds of refill
-  double latency_growth = 3.0;         // adaptive: smoothed latency over the lowest that shrinks the window
+  std::string name = "endpoint";         // for log lines
+  double requests_per_minute = 0;        // 0 = not configured: learned from headers, unlimited until then
+  double tokens_per_minute = 0;          // idem
+  int max_concurrency = 64;              // the fixed window; adaptive: its ceiling
+  bool adaptive = false;                 // max_concurrency: auto
+  int initial_concurrency = 8;           // adaptive: the window to start with (clamped to [1, max_concurrency])
+  double headroom = 0.97;                // buckets refill at this fraction of the limit
+  double burst_seconds = 0.5;            // bucket capacity, in seconds of refill
+  double latency_growth = 3.0;           // adaptive: smoothed latency over the lowest that shrinks the window
   std::function<uint64_t()> now_micros;  // monotonic clock; nullptr = Env::Default()->MonotonicMicros()
 };
 

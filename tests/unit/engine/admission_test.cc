@@ -100,8 +100,10 @@ TEST(AdmissionTest, LearnsLimitsFromOpenAiHeaders) {
   auto d = a.TryAcquire(10);
   ASSERT_TRUE(d.permit);
   a.Release(*d.permit, AdmissionOutcome::kOk, 10,
-            {{"x-ratelimit-limit-requests", "600"}, {"x-ratelimit-limit-tokens", "200000"},
-             {"x-ratelimit-remaining-requests", "599"}, {"x-ratelimit-reset-requests", "100ms"}});
+            {{"x-ratelimit-limit-requests", "600"},
+             {"x-ratelimit-limit-tokens", "200000"},
+             {"x-ratelimit-remaining-requests", "599"},
+             {"x-ratelimit-reset-requests", "100ms"}});
   EXPECT_EQ(a.RequestsPerMinute(), 600);
   EXPECT_EQ(a.TokensPerMinute(), 200000);
   // Learned buckets start empty: the next request waits about one refill (0.1 s at 10/s).
@@ -209,10 +211,12 @@ TEST(AdmissionTest, AdaptiveWindowShrinksOnLatencyGrowthOnce) {
     clock.now_us += latency_us;
     a.Release(*d.permit, AdmissionOutcome::kOk, 1, {});
   };
-  for (int i = 0; i < 5; ++i) one(10000);
-  for (int i = 0; i < 10; ++i) one(100000);  // 10× slower
+  for (int i = 0; i < 5; ++i) one(5000);
+  for (int i = 0; i < 10; ++i) one(50000);  // 10× slower, but under the 20 ms floor × 3: noise
+  EXPECT_EQ(a.Window(), 10);
+  for (int i = 0; i < 10; ++i) one(200000);
   EXPECT_EQ(a.Window(), 8);
-  for (int i = 0; i < 30; ++i) one(100000);  // stays slow: no further decrease
+  for (int i = 0; i < 30; ++i) one(200000);  // stays slow: no further decrease
   EXPECT_EQ(a.Window(), 8);
 }
 

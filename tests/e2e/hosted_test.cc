@@ -1,0 +1,115 @@
+// End-to-end: llm configs against a hosted API that enforces rate limits (tests/support/fake_hosted_provider.py on
+// a free 127.0.0.1 port): with configured limits and with limits learned from the x-ratelimit-* headers, a run
+// makes at most 1 % of its requests into 429s and takes at most 1.15× the limit-bound minimum, measured by the
+// provider from its first accepted request to its last answer. The minimum is max(requests / RPM, tokens used /
+// TPM): the per-minute limits, without the provider's burst allowance.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "data/json.h"
+#include "e2e/batch_e2e_util.h"
+#include "e2e/e2e_util.h"
+
+namespace mmirage::testing {
+namespace {
+
+struct Hosted {
+  std::unique_ptr<Child> child;
+  int port = 0;
+};
+
+Hosted StartHosted(const TempDir& d, std::vector<std::string> flags) {
+  Hosted h;
+  h.port = *FindFreeLoopbackPort();
+  std::vector<std::string> argv = {PythonPath(),
+                                   std::string(MMIRAGE_SOURCE_DIR) + "/tests/support/fake_hosted_provider.py", "--port",
+                                   std::to_string(h.port)};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  h.child = Start(argv, d.Path("provider.out"));
+  EXPECT_NE(h.child, nullptr);
+  EXPECT_TRUE(WaitHealthy(h.port, 20)) << ReadFile(d.Path("provider.out"));
+  return h;
+}
+
+Value ProviderStats(int port) {
+  HttpRequest r;
+  r.method = "GET";
+  r.url = "http://127.0.0.1:" + std::to_string(port) + "/stats";
+  r.timeout_seconds = 5;
+  HttpResponse resp = HttpFetch(r);
+  auto v = ParseJson(resp.body);
+  EXPECT_TRUE(v.ok()) << resp.body;
+  return v.ok() ? *v : Value();
+}
+
+void WriteRows(const TempDir& d, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i)
+    s += "{\"id\":" + std::to_string(i) + ",\"text\":\"Fact number " + std::to_string(i) + " about the world\"}\n";
+  WriteFile(d.Path("data.jsonl"), s);
+}
+
+std::string HostedConfig(const TempDir& d, const std::string& endpoint) {
+  return "processors:\n"
+         "  - type: llm\n" +
+         endpoint +
+         "    default_sampling_params: {temperature: 0, max_new_tokens: 16}\n"
+         "loading_params:\n"
+         "  datasets: [{type: JSONL, path: data.jsonl, output_dir: out, output_format: jsonl}]\n"
+         "  state_dir: state\n"
+         "processing_params:\n"
+         "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
+         "  outputs: [{name: summary, type: llm, prompt: \"Summarise: {{ text }}\"}]\n"
+         "  remove_columns: true\n"
+         "  output_schema: {id: \"{{ id }}\", summary: \"{{ summary }}\"}\n";
+}
+
+// Runs `rows` rows; checks every row is written, the 429 share and the time against the limit-bound minimum.
+void RunAndCheck(const TempDir& d, const Hosted& h, int rows, double rpm, double tpm, const std::string& endpoint,
+                 const std::string& expect_log = "") {
+  WriteRows(d, rows);
+  WriteFile(d.Path("cfg.yaml"), HostedConfig(d, endpoint));
+  auto r = Mm("", "run --config cfg.yaml", d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadLines(d.Path("out/shard_0/data.jsonl")).size(), static_cast<size_t>(rows));
+  if (!expect_log.empty()) { EXPECT_NE(r.err.find(expect_log), std::string::npos) << r.err; }
+  Value st = ProviderStats(h.port);
+  ASSERT_TRUE(st.is_object());
+  int64_t ok = st.Find("ok")->as_int(), limited = st.Find("429")->as_int();
+  EXPECT_EQ(ok, rows);
+  EXPECT_LE(limited * 100, ok) << limited << " 429s for " << ok << " requests";
+  double span = st.Find("last_s")->as_number() - st.Find("first_s")->as_number();
+  double minimum = std::max(rows / rpm, st.Find("tokens")->as_number() / tpm) * 60;
+  EXPECT_LE(span, 1.15 * minimum) << "took " << span << " s; the limits allow " << minimum << " s";
+  std::cerr << "[ hosted ] " << rows << " rows in " << span << " s, limit-bound minimum " << minimum << " s, "
+            << limited << " 429s\n";
+}
+
+std::string Endpoint(int port, const std::string& extra) {
+  return "    backend: openai\n"
+         "    endpoint:\n"
+         "      base_url: \"http://127.0.0.1:" +
+         std::to_string(port) +
+         "/v1\"\n"
+         "      model: fake\n" +
+         extra;
+}
+
+TEST(HostedE2eTest, ConfiguredLimitsRunNearTheMinimumWithoutA429Storm) {
+  TempDir d;
+  Hosted h = StartHosted(d, {"--rpm", "40000", "--tpm", "100000000"});
+  RunAndCheck(d, h, 2000, 40000, 1e8,
+              Endpoint(h.port, "      max_concurrency: 64\n      rate_limits: {requests_per_minute: 40000}\n"));
+}
+
+TEST(HostedE2eTest, UnknownLimitsAreLearnedFromTheHeaders) {
+  TempDir d;
+  Hosted h = StartHosted(d, {"--rpm", "100000", "--tpm", "600000"});
+  RunAndCheck(d, h, 1000, 100000, 600000, Endpoint(h.port, "      max_concurrency: auto\n"),
+              "rate limit 600000 tokens/minute (from headers)");
+}
+
+}  // namespace
+}  // namespace mmirage::testing
