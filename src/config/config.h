@@ -31,7 +31,8 @@ struct Loc {
 };
 
 // ---- processors ------------------------------------------------------------------------------------------------
-// Extension: an OpenAI-compatible endpoint (backend: openai, or a managed server's address once started).
+// Extension: an OpenAI-compatible endpoint (backend: openai, or a managed server's address once started), or
+// Anthropic's Messages API (backend: anthropic).
 struct EndpointConfig {
   std::string base_url;                    // e.g. http://host:30000/v1
   std::string api_key_env;                 // name of the environment variable holding the key (never the key)
@@ -41,14 +42,17 @@ struct EndpointConfig {
   bool max_concurrency_auto = false;       // `max_concurrency: auto`: adaptive (AIMD), at most max_concurrency
   // rate_limits: absent → learned from the endpoint's x-ratelimit-* headers (none: unlimited).
   std::optional<double> requests_per_minute, tokens_per_minute;
-  double timeout_seconds = 600;       // per request
-  int64_t max_retries = 5;            // per request, on 429 / 5xx / connection errors / timeouts
-  double down_timeout_seconds = 120;  // endpoint unreachable this long → the shard fails fast
+  std::string system_prompt;                     // backend anthropic: the `system` parameter
+  std::string anthropic_version = "2023-06-01";  // backend anthropic: the anthropic-version header
+  double timeout_seconds = 600;                  // per request
+  int64_t max_retries = 5;                       // per request, on 429 / 5xx / connection errors / timeouts
+  double down_timeout_seconds = 120;             // endpoint unreachable this long → the shard fails fast
 };
 
 struct LlmProcessor {
   // Extension: which engine runs the model. llama = embedded llama.cpp (default); openai = an existing
-  // OpenAI-compatible endpoint; sglang | vllm | llama-server = a server mmirage starts for the shard.
+  // OpenAI-compatible endpoint; anthropic = Anthropic's Messages API; sglang | vllm | llama-server = a server
+  // mmirage starts for the shard.
   std::string backend = "llama";
   std::optional<EndpointConfig> endpoint;
   std::vector<std::string> server_command;  // managed servers: the command, verbatim (else built from server_args)

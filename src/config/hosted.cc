@@ -3,7 +3,7 @@
 
 namespace mmirage::config {
 
-void ReadEndpointAdmission(MapReader& e, EndpointConfig* c) {
+void ReadHostedEndpointKeys(MapReader& e, EndpointConfig* c) {
   Diag* d = e.diag();
   const std::string where = e.section();
   YAML::Node mc = e.Get("max_concurrency");
@@ -12,6 +12,9 @@ void ReadEndpointAdmission(MapReader& e, EndpointConfig* c) {
   } else if (e.OptInt("max_concurrency", &c->max_concurrency) && c->max_concurrency && *c->max_concurrency < 1) {
     d->Error(e.LocOf("max_concurrency"), where + ".max_concurrency must be >= 1 or 'auto'");
   }
+  e.String("system_prompt", &c->system_prompt);
+  if (e.String("anthropic_version", &c->anthropic_version) && c->anthropic_version.empty())
+    d->Error(e.LocOf("anthropic_version"), where + ".anthropic_version must not be empty");
   YAML::Node rl = e.Get("rate_limits");
   if (!rl.IsDefined() || rl.IsNull()) return;
   if (!rl.IsMap()) {

@@ -8,7 +8,7 @@
 namespace mmirage::config {
 
 // Reads `max_concurrency` (an int >= 1 or "auto") and `rate_limits: {requests_per_minute, tokens_per_minute}`
-// (each > 0) from the endpoint map `e` into `c`.
-void ReadEndpointAdmission(MapReader& e, EndpointConfig* c);
+// (each > 0), and the Anthropic keys `system_prompt` and `anthropic_version`, from the endpoint map `e` into `c`.
+void ReadHostedEndpointKeys(MapReader& e, EndpointConfig* c);
 
 }  // namespace mmirage::config

@@ -52,7 +52,7 @@ void ReadEndpoint(MapReader& r, LlmProcessor* p) {
   e.Get("api_key");
   e.String("model", &c.model);
   e.Literal("mode", {"chat", "completion"}, &c.mode);
-  ReadEndpointAdmission(e, &c);
+  ReadHostedEndpointKeys(e, &c);
   if (e.Double("timeout_seconds", &c.timeout_seconds) && c.timeout_seconds <= 0)
     d->Error(e.LocOf("timeout_seconds"), r.section() + ".endpoint.timeout_seconds must be > 0");
   if (e.Int("max_retries", &c.max_retries) && c.max_retries < 0)
@@ -64,10 +64,13 @@ void ReadEndpoint(MapReader& r, LlmProcessor* p) {
 }
 
 void ReadLlm(MapReader& r, const VarLookup& vars, LlmProcessor* p) {
-  r.Literal("backend", {"llama", "openai", "sglang", "vllm", "llama-server"}, &p->backend);
+  r.Literal("backend", {"llama", "openai", "anthropic", "sglang", "vllm", "llama-server"}, &p->backend);
   ReadEndpoint(r, p);
-  if (p->backend == "openai" && !p->endpoint)
-    r.diag()->Error(r.LocOf("backend"), r.section() + ": backend 'openai' needs an 'endpoint:' block with base_url");
+  if ((p->backend == "openai" || p->backend == "anthropic") && !p->endpoint)
+    r.diag()->Error(r.LocOf("backend"),
+                    r.section() + ": backend '" + p->backend + "' needs an 'endpoint:' block with base_url");
+  if (p->backend == "anthropic" && p->endpoint && p->endpoint->model.empty())
+    r.diag()->Error(r.LocOf("endpoint"), r.section() + ": backend 'anthropic' needs endpoint.model");
   YAML::Node sc = r.Get("server_command");
   if (sc.IsDefined() && !sc.IsNull()) {
     if (sc.IsScalar()) {

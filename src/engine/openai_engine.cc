@@ -29,6 +29,7 @@
 #include <unordered_map>
 
 #include "data/json.h"
+#include "engine/anthropic_protocol.h"
 #include "util/env.h"
 #include "util/http/event_loop.h"
 #include "util/log.h"
@@ -76,7 +77,12 @@ class OpenAiEngine : public Engine {
       admission_ = std::make_shared<AdmissionController>(std::move(ao));
     }
     while (!opt_.base_url.empty() && opt_.base_url.back() == '/') opt_.base_url.pop_back();
-    if (!opt_.api_key.empty()) headers_.push_back("Authorization: Bearer " + opt_.api_key);
+    if (opt_.api == HttpApi::kAnthropic) {
+      if (!opt_.api_key.empty()) headers_.push_back("x-api-key: " + opt_.api_key);
+      headers_.push_back("anthropic-version: " + opt_.anthropic_version);
+    } else if (!opt_.api_key.empty()) {
+      headers_.push_back("Authorization: Bearer " + opt_.api_key);
+    }
   }
   ~OpenAiEngine() override { Shutdown(); }
 
@@ -162,7 +168,10 @@ void OpenAiEngine::Submit(Request request, CompletionCallback done) {
     im.source = "'" + im.source + "'";
     im.bytes = std::move(*bytes);
   }
-  Result<OpenAiCall> call = build_error.ok() ? BuildOpenAiCall(request, opt_.mode, opt_.model) : build_error;
+  Result<OpenAiCall> call = !build_error.ok() ? Result<OpenAiCall>(build_error)
+                            : opt_.api == HttpApi::kAnthropic
+                                ? BuildAnthropicCall(request, opt_.model, opt_.system_prompt)
+                                : BuildOpenAiCall(request, opt_.mode, opt_.model);
   if (call.ok()) {
     c->url = opt_.base_url + call->path;
     c->body = std::move(call->body);
@@ -239,7 +248,8 @@ void OpenAiEngine::OnResponse(const CallPtr& c, HttpResponse resp) {
     case HttpTransport::kOk: {
       unreachable_since_us_ = 0;
       if (resp.status_code >= 200 && resp.status_code < 300) {
-        auto completion = ParseOpenAiResponse(resp.body, c->chat);
+        auto completion = opt_.api == HttpApi::kAnthropic ? ParseAnthropicResponse(resp.body)
+                                                          : ParseOpenAiResponse(resp.body, c->chat);
         ReleasePermit(c, resp, completion.ok() ? &*completion : nullptr);
         if (completion.ok()) {
           Finish(c, std::move(*completion));
@@ -349,6 +359,8 @@ Result<std::unique_ptr<Engine>> CreateOpenAiEngine(const OpenAiEngineOptions& op
   if (options.base_url.empty()) return Status::InvalidArgument("openai engine: empty base_url");
   if (options.max_concurrency < 1) return Status::InvalidArgument("openai engine: max_concurrency must be >= 1");
   if (options.max_retries < 0) return Status::InvalidArgument("openai engine: max_retries must be >= 0");
+  if (options.api == HttpApi::kAnthropic && options.model.empty())
+    return Status::InvalidArgument("anthropic engine: the Messages API needs a model (endpoint.model)");
   OpenAiEngineOptions o = options;
   while (!o.base_url.empty() && o.base_url.back() == '/') o.base_url.pop_back();
   if (o.model.empty() && o.loop == nullptr) {

@@ -1,4 +1,5 @@
-// The OpenAI engine: requests to an OpenAI-compatible HTTP endpoint (SGLang, vLLM, llama-server, a hosted API),
+// The OpenAI engine: requests to an OpenAI-compatible HTTP endpoint (SGLang, vLLM, llama-server, a hosted API) or,
+// with api = kAnthropic, to Anthropic's Messages API, with the same retries, admission and accounting;
 // asynchronous on one event-loop thread (util/http/event_loop.h); each request is admitted by an
 // AdmissionController (rate limits, concurrency window: engine/admission.h), the rest queued FIFO (retries first).
 // Images are `image_url` parts (local files and bytes as base64 data: URLs). Errors per request: retryable faults
@@ -25,10 +26,17 @@ class HttpLoop;
 
 namespace mmirage::engine {
 
+// The wire format: OpenAI's chat/completions (openai_protocol.h), or Anthropic's Messages (anthropic_protocol.h):
+// POST {base_url}/messages with the key as x-api-key and an anthropic-version header.
+enum class HttpApi { kOpenAi, kAnthropic };
+
 struct OpenAiEngineOptions {
+  HttpApi api = HttpApi::kOpenAi;
   std::string base_url;  // e.g. http://127.0.0.1:30000/v1 (a trailing '/' is ignored)
   std::string api_key;   // "" = no Authorization header. Never logged.
-  std::string model;     // "" = the first id of GET {base_url}/models at creation, else omitted
+  std::string model;     // "" = the first id of GET {base_url}/models at creation, else omitted (anthropic: required)
+  std::string anthropic_version = "2023-06-01";  // kAnthropic: the anthropic-version header
+  std::string system_prompt;                     // kAnthropic: the `system` parameter ("" = none)
   OpenAiMode mode = OpenAiMode::kChat;
   int max_concurrency = 64;           // requests in flight (adaptive_concurrency: the most)
   bool adaptive_concurrency = false;  // max_concurrency: auto (an AIMD window, engine/admission.h)
@@ -53,7 +61,8 @@ struct OpenAiEngineOptions {
 
 // Starts the engine (and, with loop == nullptr, its loop thread); with an empty model, asks the endpoint for its
 // model id first (one GET, 10 s at most; failure only leaves the model out of requests).
-// Errors: kInvalidArgument (empty base_url, max_concurrency < 1, max_retries < 0), kInternal (curl).
+// Errors: kInvalidArgument (empty base_url, max_concurrency < 1, max_retries < 0, kAnthropic without a model),
+// kInternal (curl).
 Result<std::unique_ptr<Engine>> CreateOpenAiEngine(const OpenAiEngineOptions& options);
 
 }  // namespace mmirage::engine

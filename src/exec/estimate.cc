@@ -101,7 +101,7 @@ Value Placeholder(const config::OutputVar& o) {
 }
 
 bool IsPaid(const config::Processor& p) {
-  return p.type == "batch_api" || (p.type == "llm" && p.llm.backend == "openai");
+  return p.type == "batch_api" || (p.type == "llm" && (p.llm.backend == "openai" || p.llm.backend == "anthropic"));
 }
 
 // Upper bound of one output's generated tokens per request; nullopt when the config sets none.

@@ -5,6 +5,7 @@
 // TPM): the per-minute limits, without the provider's burst allowance.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,51 @@ TEST(HostedE2eTest, UnknownLimitsAreLearnedFromTheHeaders) {
   Hosted h = StartHosted(d, {"--rpm", "100000", "--tpm", "600000"});
   RunAndCheck(d, h, 1000, 100000, 600000, Endpoint(h.port, "      max_concurrency: auto\n"),
               "rate limit 600000 tokens/minute (from headers)");
+}
+
+// Anthropic Messages, native: the key as x-api-key, limits learned from anthropic-ratelimit-* headers, 529
+// overloaded_error answers retried, a JSON output through the forced tool, the system prompt sent.
+TEST(HostedE2eTest, AnthropicMessagesWithOverloadAnswersAndAJsonTool) {
+  TempDir d;
+  Hosted h = StartHosted(d, {"--rpm", "30000", "--tpm", "10000000", "--overload-rate", "0.03", "--api-key", "k-123"});
+  WriteRows(d, 200);
+  std::string endpoint =
+      "    backend: anthropic\n"
+      "    endpoint:\n"
+      "      base_url: \"http://127.0.0.1:" +
+      std::to_string(h.port) +
+      "/v1\"\n"
+      "      model: claude-test\n"
+      "      api_key_env: TEST_ANTHROPIC_KEY\n"
+      "      system_prompt: Answer briefly.\n"
+      "      max_concurrency: auto\n"
+      "      max_retries: 8\n";
+  std::string cfg = HostedConfig(d, endpoint);
+  cfg = std::regex_replace(cfg, std::regex("  outputs: .*\n"),
+                           "  outputs:\n"
+                           "    - {name: summary, type: llm, prompt: \"Summarise: {{ text }}\"}\n"
+                           "    - name: judge\n"
+                           "      type: llm\n"
+                           "      output_type: JSON\n"
+                           "      output_schema: {score: {type: int, min: 0, max: 3}, relevant: bool}\n"
+                           "      prompt: \"Rate: {{ summary }}\"\n");
+  cfg = std::regex_replace(cfg, std::regex("summary: \"\\{\\{ summary \\}\\}\"\\}"),
+                           "summary: \"{{ summary }}\", judge: \"{{ judge }}\"}");
+  WriteFile(d.Path("cfg.yaml"), cfg);
+  auto r = Mm("TEST_ANTHROPIC_KEY=k-123", "run --config cfg.yaml", d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err << "\n" << cfg;
+  EXPECT_NE(r.err.find("rate limit 30000 requests/minute (from headers)"), std::string::npos) << r.err;
+  auto rows = ReadLines(d.Path("out/shard_0/data.jsonl"));
+  ASSERT_EQ(rows.size(), 200u);
+  auto v = ParseJson(rows[0]);
+  ASSERT_TRUE(v.ok()) << rows[0];
+  EXPECT_EQ(v->Find("summary")->as_string().rfind("Answer to: Summarise: Fact number", 0), 0u) << rows[0];
+  ASSERT_TRUE(v->Find("judge")->is_object()) << rows[0];
+  EXPECT_EQ(v->Find("judge")->Find("score")->as_int(), 1);
+  Value st = ProviderStats(h.port);
+  EXPECT_EQ(st.Find("ok")->as_int(), 400);
+  EXPECT_GT(st.Find("529")->as_int(), 0);
+  EXPECT_EQ(st.Find("other")->as_int(), 0);  // no 401 (key), no 400 (version, max_tokens)
 }
 
 }  // namespace

@@ -127,6 +127,16 @@ def settle(estimated, used, anthropic):
         return limit_headers(anthropic)
 
 
+def fill(props, text):
+    """A JSON answer for a schema's properties, each of its type."""
+    typed = {"integer": 1, "number": 0.5, "boolean": True}
+    out = {}
+    for k, spec in props.items():
+        t = spec.get("type") if isinstance(spec, dict) else None
+        out[k] = typed.get(t, f"{k} of {text[:20]}")
+    return out
+
+
 def answer_text(body, anthropic):
     msgs = body.get("messages", [])
     last = msgs[-1].get("content", "") if msgs else ""
@@ -210,7 +220,7 @@ class Handler(BaseHTTPRequestHandler):
             if tools:
                 props = tools[0].get("input_schema", {}).get("properties", {})
                 content = [{"type": "tool_use", "id": "toolu_1", "name": tools[0].get("name", "out"),
-                            "input": {k: f"{k} of {text[:20]}" for k in props}}]
+                            "input": fill(props, text)}]
                 stop = "tool_use"
             else:
                 content = [{"type": "text", "text": text}]
@@ -221,7 +231,7 @@ class Handler(BaseHTTPRequestHandler):
         fmt = body.get("response_format") or {}
         if fmt.get("type") == "json_schema":
             props = fmt.get("json_schema", {}).get("schema", {}).get("properties", {})
-            text = json.dumps({k: f"{k} of {text[:20]}" for k in props})
+            text = json.dumps(fill(props, text))
         return self.send(200, {"id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"),
                                "choices": [{"index": 0, "finish_reason": "stop",
                                             "message": {"role": "assistant", "content": text}}],

@@ -170,10 +170,16 @@ Result<std::unique_ptr<engine::Engine>> CreateManaged(const config::Processor& p
 Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Processor& p, const config::VarLookup& vars) {
   engine::OpenAiEngineOptions o;
   const config::LlmProcessor& llm = p.llm;
-  if (!llm.endpoint && llm.backend == "openai")
-    return Status::InvalidArgument(Where(p) + ": backend 'openai' needs an 'endpoint:' block with base_url");
+  if (!llm.endpoint && (llm.backend == "openai" || llm.backend == "anthropic"))
+    return Status::InvalidArgument(Where(p) + ": backend '" + llm.backend +
+                                   "' needs an 'endpoint:' block with base_url");
   config::EndpointConfig ep = llm.endpoint.value_or(config::EndpointConfig{});
   o.base_url = ep.base_url;
+  if (llm.backend == "anthropic") {
+    o.api = engine::HttpApi::kAnthropic;
+    o.anthropic_version = ep.anthropic_version;
+    o.system_prompt = ep.system_prompt;
+  }
   o.model = ep.model;
   o.mode = ep.mode == "completion" ? engine::OpenAiMode::kCompletion : engine::OpenAiMode::kChat;
   o.max_concurrency = static_cast<int>(ep.max_concurrency.value_or(
@@ -284,7 +290,8 @@ Result<std::vector<std::string>> BuildServerCommand(const config::Processor& p, 
 
 Status CheckBackendRunnable(const config::Processor& p) {
   const std::string& backend = p.llm.backend;
-  if (backend == "openai" || backend == "sglang" || backend == "vllm") return Status::OK();  // checked at start
+  if (backend == "openai" || backend == "anthropic" || backend == "sglang" || backend == "vllm")
+    return Status::OK();  // checked at start
   if (backend != "llama" && backend != "llama-server")
     return Status::InvalidArgument(Where(p) + ": unknown backend '" + backend + "'");
   if (backend == "llama-server" && p.llm.server_command.empty()) {
@@ -310,7 +317,7 @@ EngineFactory DefaultEngineFactory(EngineFactoryOptions options) {
                    std::vector<std::string>* warnings) -> Result<std::unique_ptr<engine::Engine>> {
     const std::string& backend = p.llm.backend;
     if (backend == "llama") return LlamaEngineFactory()(p, warnings);
-    if (backend == "openai") return CreateOpenAi(p, options);
+    if (backend == "openai" || backend == "anthropic") return CreateOpenAi(p, options);
     if (IsManaged(backend)) return CreateManaged(p, options);
     return Status::InvalidArgument(Where(p) + ": unknown backend '" + backend + "'");
   };
