@@ -42,6 +42,12 @@ struct EndpointConfig {
   bool max_concurrency_auto = false;       // `max_concurrency: auto`: adaptive (AIMD), at most max_concurrency
   // rate_limits: absent → learned from the endpoint's x-ratelimit-* headers (none: unlimited).
   std::optional<double> requests_per_minute, tokens_per_minute;
+  // pricing: USD per million tokens (absent: the built-in table of well-known models, process/llm/pricing.h).
+  struct Pricing {
+    double input_per_million = 0, output_per_million = 0;
+    std::optional<double> cached_input_per_million;  // absent: input_per_million
+  };
+  std::optional<Pricing> pricing;
   std::string system_prompt;                     // backend anthropic: the `system` parameter
   std::string anthropic_version = "2023-06-01";  // backend anthropic: the anthropic-version header
   double timeout_seconds = 600;                  // per request

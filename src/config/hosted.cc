@@ -2,6 +2,34 @@
 #include "config/hosted.h"
 
 namespace mmirage::config {
+namespace {
+
+void ReadPricing(MapReader& e, EndpointConfig* c) {
+  YAML::Node pn = e.Get("pricing");
+  if (!pn.IsDefined() || pn.IsNull()) return;
+  Diag* d = e.diag();
+  const std::string where = e.section() + ".pricing";
+  if (!pn.IsMap()) {
+    d->Error(pn, where + ": expected a map, got " + Describe(pn));
+    return;
+  }
+  MapReader r(d, &e.vars(), pn, where);
+  EndpointConfig::Pricing p;
+  for (const char* key : {"input_per_million", "output_per_million"}) {
+    if (!r.Has(key)) d->Error(pn, where + ": missing required key '" + key + "'");
+  }
+  if (r.Double("input_per_million", &p.input_per_million) && p.input_per_million < 0)
+    d->Error(r.LocOf("input_per_million"), where + ".input_per_million must be >= 0");
+  if (r.Double("output_per_million", &p.output_per_million) && p.output_per_million < 0)
+    d->Error(r.LocOf("output_per_million"), where + ".output_per_million must be >= 0");
+  if (r.OptDouble("cached_input_per_million", &p.cached_input_per_million) && p.cached_input_per_million &&
+      *p.cached_input_per_million < 0)
+    d->Error(r.LocOf("cached_input_per_million"), where + ".cached_input_per_million must be >= 0");
+  r.Finish();
+  c->pricing = p;
+}
+
+}  // namespace
 
 void ReadHostedEndpointKeys(MapReader& e, EndpointConfig* c) {
   Diag* d = e.diag();
@@ -15,6 +43,7 @@ void ReadHostedEndpointKeys(MapReader& e, EndpointConfig* c) {
   e.String("system_prompt", &c->system_prompt);
   if (e.String("anthropic_version", &c->anthropic_version) && c->anthropic_version.empty())
     d->Error(e.LocOf("anthropic_version"), where + ".anthropic_version must not be empty");
+  ReadPricing(e, c);
   YAML::Node rl = e.Get("rate_limits");
   if (!rl.IsDefined() || rl.IsNull()) return;
   if (!rl.IsMap()) {

@@ -8,7 +8,8 @@
 namespace mmirage::config {
 
 // Reads `max_concurrency` (an int >= 1 or "auto") and `rate_limits: {requests_per_minute, tokens_per_minute}`
-// (each > 0), and the Anthropic keys `system_prompt` and `anthropic_version`, from the endpoint map `e` into `c`.
+// (each > 0), `pricing: {input_per_million, output_per_million, cached_input_per_million}` (each >= 0), and the
+// Anthropic keys `system_prompt` and `anthropic_version`, from the endpoint map `e` into `c`.
 void ReadHostedEndpointKeys(MapReader& e, EndpointConfig* c);
 
 }  // namespace mmirage::config

@@ -27,6 +27,7 @@
 #include "pipeline/timeline_recorder.h"
 #include "process/llm/engine_factory.h"
 #include "process/llm/model_ref.h"
+#include "process/llm/pricing.h"
 #include "pipeline/row_transform.h"
 #include "pipeline/shard_writer.h"
 #include "state/heartbeat.h"
@@ -39,6 +40,27 @@
 
 namespace mmirage::pipeline {
 namespace {
+
+// What the shard's generations cost when its one llm processor is a hosted API with a known price; nullopt (and one
+// line saying why) otherwise. Generation-cache answers cost nothing and are not counted.
+std::optional<double> ShardCostUsd(const config::Config& config, const StreamTotals& t) {
+  const config::Processor* llm = nullptr;
+  for (const auto& p : config.processors) {
+    if (p.type != "llm") continue;
+    if (llm != nullptr) return std::nullopt;  // tokens are not counted per processor
+    llm = &p;
+  }
+  if (llm == nullptr || (llm->llm.backend != "openai" && llm->llm.backend != "anthropic")) return std::nullopt;
+  auto pricing = process::llm::PricingFor(*llm);
+  if (!pricing) {
+    LOG_INFO("cost: no price known for model '" << (llm->llm.endpoint ? llm->llm.endpoint->model : "")
+                                                << "'; set endpoint.pricing to see it");
+    return std::nullopt;
+  }
+  return RoundTo(process::llm::CostUsd(*pricing, t.prompt_tokens - t.cached_prompt_tokens,
+                                       t.engine_cached_prompt_tokens, t.completion_tokens - t.cached_completion_tokens),
+                 6);
+}
 
 struct DatasetPlan {
   const config::DatasetConfig* config;
@@ -510,6 +532,7 @@ Status ShardAttempt::RecordSuccess() {
     int64_t out = totals_.completion_tokens - totals_.cached_completion_tokens;
     if (in > 0) stats.input_tokens = in;
     if (out > 0) stats.output_tokens = out;
+    stats.cost_usd = ShardCostUsd(config_, totals_);
     if (gen_cache_) {
       stats.cached_generations = totals_.cached_generations;
       stats.cached_output_tokens = totals_.cached_completion_tokens;

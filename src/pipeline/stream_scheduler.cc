@@ -176,6 +176,7 @@ class Scheduler {
     totals_->cached_generations += r.cached_generations;
     totals_->cached_prompt_tokens += r.cached_prompt_tokens;
     totals_->cached_completion_tokens += r.cached_completion_tokens;
+    totals_->engine_cached_prompt_tokens += r.engine_cached_prompt_tokens;
     auto it = active_.find(seq);
     if (it == active_.end()) return;
     RowState st = std::move(it->second);

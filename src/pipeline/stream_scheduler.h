@@ -34,7 +34,8 @@ struct StreamTotals {
   std::atomic<int64_t> cached_generations{0};
   std::atomic<int64_t> cached_prompt_tokens{0};
   std::atomic<int64_t> cached_completion_tokens{0};
-  std::atomic<int64_t> in_flight{0};  // generations submitted and not yet answered
+  std::atomic<int64_t> engine_cached_prompt_tokens{0};  // generated prompts the engine served from its prompt cache
+  std::atomic<int64_t> in_flight{0};                    // generations submitted and not yet answered
 };
 
 // Streams `stream` through extract → (render prompt → generate)* → render output. Row failures go to the

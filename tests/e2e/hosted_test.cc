@@ -105,6 +105,33 @@ TEST(HostedE2eTest, ConfiguredLimitsRunNearTheMinimumWithoutA429Storm) {
               Endpoint(h.port, "      max_concurrency: 64\n      rate_limits: {requests_per_minute: 40000}\n"));
 }
 
+// Cost: a configured price gives status.json's cost_usd and `mmirage stats`'s total.
+TEST(HostedE2eTest, CostFromConfiguredPricesIsInStatsAndMmirageStats) {
+  TempDir d;
+  Hosted h = StartHosted(d, {"--rpm", "60000", "--tpm", "100000000"});
+  WriteRows(d, 40);
+  WriteFile(d.Path("cfg.yaml"),
+            HostedConfig(d, Endpoint(h.port, "      pricing: {input_per_million: 2, output_per_million: 10}\n")));
+  auto r = Mm("", "run --config cfg.yaml", d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto st = ParseJson(ReadFile(d.Path("state/shard_0/status.json")));
+  ASSERT_TRUE(st.ok());
+  const Value* stats = st->Find("stats");
+  ASSERT_NE(stats, nullptr);
+  double in = static_cast<double>(stats->Find("input_tokens")->as_int());
+  double out = static_cast<double>(stats->Find("output_tokens")->as_int());
+  ASSERT_NE(stats->Find("cost_usd"), nullptr) << ToJson(*stats);
+  EXPECT_NEAR(stats->Find("cost_usd")->as_number(), (in * 2 + out * 10) / 1e6, 1e-6);
+  auto js = Mm("", "stats --config cfg.yaml", d.path());
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  auto agg = ParseJson(js.out);
+  ASSERT_TRUE(agg.ok()) << js.out;
+  EXPECT_NEAR(agg->Find("aggregate")->Find("total_cost_usd")->as_number(), (in * 2 + out * 10) / 1e6, 1e-6);
+  auto table = Mm("", "stats --config cfg.yaml --format table", d.path());
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("Cost (hosted API prices)"), std::string::npos) << table.out;
+}
+
 TEST(HostedE2eTest, UnknownLimitsAreLearnedFromTheHeaders) {
   TempDir d;
   Hosted h = StartHosted(d, {"--rpm", "100000", "--tpm", "600000"});

@@ -65,5 +65,23 @@ TEST(HostedConfigTest, BadValuesAreLocatedErrors) {
   EXPECT_NE(lm.find("rate_limits: expected a map"), std::string::npos) << lm;
 }
 
+TEST(HostedConfigTest, PricingAndAnthropicKeys) {
+  auto c = LoadEndpoint(
+      "      pricing: {input_per_million: 3, output_per_million: 15.5, cached_input_per_million: 0.3}\n"
+      "      system_prompt: Be brief.\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(Endpoint(*c).pricing.has_value());
+  EXPECT_EQ(Endpoint(*c).pricing->input_per_million, 3.0);
+  EXPECT_EQ(Endpoint(*c).pricing->output_per_million, 15.5);
+  EXPECT_EQ(Endpoint(*c).pricing->cached_input_per_million, 0.3);
+  EXPECT_EQ(Endpoint(*c).system_prompt, "Be brief.");
+  EXPECT_EQ(Endpoint(*c).anthropic_version, "2023-06-01");
+  auto bad = LoadEndpoint("      pricing: {input_per_million: -1}\n");
+  ASSERT_FALSE(bad.ok());
+  const std::string m = bad.status().message();
+  EXPECT_NE(m.find("input_per_million must be >= 0"), std::string::npos) << m;
+  EXPECT_NE(m.find("missing required key 'output_per_million'"), std::string::npos) << m;
+}
+
 }  // namespace
 }  // namespace mmirage::config
