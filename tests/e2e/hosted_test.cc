@@ -132,6 +132,27 @@ TEST(HostedE2eTest, CostFromConfiguredPricesIsInStatsAndMmirageStats) {
   EXPECT_NE(table.out.find("Cost (hosted API prices)"), std::string::npos) << table.out;
 }
 
+// `mmirage estimate` prices an online engine from the built-in table (no pricing given) and, redirected to another
+// OpenAI-compatible endpoint, still samples an Anthropic config.
+TEST(HostedE2eTest, EstimateShowsTheCostOfAHostedModel) {
+  TempDir d;
+  Hosted h = StartHosted(d, {"--rpm", "60000", "--tpm", "100000000"});
+  WriteRows(d, 30);
+  WriteFile(d.Path("cfg.yaml"), HostedConfig(d,
+                                             "    backend: anthropic\n"
+                                             "    endpoint: {base_url: \"https://api.anthropic.invalid/v1\", "
+                                             "model: claude-sonnet-4-5}\n"));
+  std::string via = "http://127.0.0.1:" + std::to_string(h.port) + "/v1";
+  auto e = Mm("", "estimate --config cfg.yaml --sample 5 --format json --generate-via " + via, d.path());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  auto v = ParseJson(e.out);
+  ASSERT_TRUE(v.ok()) << e.out;
+  const Value* cost = v->Find("cost_usd");
+  ASSERT_TRUE(cost != nullptr && cost->is_object()) << e.out;
+  EXPECT_GT(cost->Find("estimate")->as_number(), 0) << e.out;
+  EXPECT_GT(ProviderStats(h.port).Find("ok")->as_int(), 0);  // the sample ran on the redirected endpoint
+}
+
 TEST(HostedE2eTest, UnknownLimitsAreLearnedFromTheHeaders) {
   TempDir d;
   Hosted h = StartHosted(d, {"--rpm", "100000", "--tpm", "600000"});

@@ -33,6 +33,12 @@ std::optional<config::EndpointConfig::Pricing> PricingFor(const config::Processo
     return std::nullopt;
   const config::EndpointConfig& ep = *p.llm.endpoint;
   if (ep.pricing) return ep.pricing;
+  if (p.price_per_million_input_tokens || p.price_per_million_output_tokens) {
+    config::EndpointConfig::Pricing out;
+    out.input_per_million = p.price_per_million_input_tokens.value_or(0);
+    out.output_per_million = p.price_per_million_output_tokens.value_or(0);
+    return out;
+  }
   const Entry* best = nullptr;
   for (const Entry& e : kTable) {
     const std::string prefix = e.prefix;

@@ -10,8 +10,9 @@
 
 namespace mmirage::process::llm {
 
-// The pricing of an llm processor on a hosted backend (openai, anthropic): endpoint.pricing, else the built-in
-// entry whose name is the longest prefix of endpoint.model. nullopt: not hosted, or no price known.
+// The pricing of an llm processor on a hosted backend (openai, anthropic): endpoint.pricing, else the processor's
+// price_per_million_input_tokens / _output_tokens, else the built-in entry whose name is the longest prefix of
+// endpoint.model. nullopt: not hosted, or no price known.
 std::optional<config::EndpointConfig::Pricing> PricingFor(const config::Processor& processor);
 
 // USD for `input_tokens` prompt tokens (of which `cached_input_tokens` were served from the provider's prompt

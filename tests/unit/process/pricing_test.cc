@@ -42,6 +42,13 @@ TEST(PricingTest, ConfiguredPricingWins) {
   ASSERT_TRUE(got.has_value());
   EXPECT_DOUBLE_EQ(got->input_per_million, 1);
   EXPECT_FALSE(got->cached_input_per_million.has_value());
+  // Without endpoint.pricing, the processor's estimate prices come before the table.
+  config::Processor q = Hosted("anthropic", "claude-sonnet-4-5");
+  q.price_per_million_output_tokens = 7;
+  auto est = PricingFor(q);
+  ASSERT_TRUE(est.has_value());
+  EXPECT_DOUBLE_EQ(est->input_per_million, 0);
+  EXPECT_DOUBLE_EQ(est->output_per_million, 7);
 }
 
 TEST(PricingTest, CostCountsCachedInputAtItsPrice) {
