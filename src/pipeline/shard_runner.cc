@@ -41,9 +41,9 @@
 namespace mmirage::pipeline {
 namespace {
 
-// What the shard's generations cost when its one llm processor is a hosted API with a known price; nullopt (and one
-// line saying why) otherwise. Generation-cache answers cost nothing and are not counted.
-std::optional<double> ShardCostUsd(const config::Config& config, const StreamTotals& t) {
+// The price of the shard's generations when its one llm processor is a hosted API with a known price; nullopt
+// otherwise (with `say_unknown`, one line saying so for a hosted model of unknown price).
+std::optional<config::EndpointConfig::Pricing> HostedPricing(const config::Config& config, bool say_unknown) {
   const config::Processor* llm = nullptr;
   for (const auto& p : config.processors) {
     if (p.type != "llm") continue;
@@ -52,14 +52,17 @@ std::optional<double> ShardCostUsd(const config::Config& config, const StreamTot
   }
   if (llm == nullptr || (llm->llm.backend != "openai" && llm->llm.backend != "anthropic")) return std::nullopt;
   auto pricing = process::llm::PricingFor(*llm);
-  if (!pricing) {
+  if (!pricing && say_unknown) {
     LOG_INFO("cost: no price known for model '" << (llm->llm.endpoint ? llm->llm.endpoint->model : "")
                                                 << "'; set endpoint.pricing to see it");
-    return std::nullopt;
   }
-  return RoundTo(process::llm::CostUsd(*pricing, t.prompt_tokens - t.cached_prompt_tokens,
-                                       t.engine_cached_prompt_tokens, t.completion_tokens - t.cached_completion_tokens),
-                 6);
+  return pricing;
+}
+
+// USD so far; generation-cache answers cost nothing and are not counted.
+double TotalsCostUsd(const config::EndpointConfig::Pricing& pricing, const StreamTotals& t) {
+  return process::llm::CostUsd(pricing, t.prompt_tokens - t.cached_prompt_tokens, t.engine_cached_prompt_tokens,
+                               t.completion_tokens - t.cached_completion_tokens);
 }
 
 struct DatasetPlan {
@@ -352,12 +355,13 @@ void ShardAttempt::StartReporting() {
                : opt_.progress_on_terminal ? ShardProgressOptions::Display::kTerminal
                                            : ShardProgressOptions::Display::kLog;
   po.stale_timeout_seconds = config_.execution.heartbeat_timeout_seconds;
-  po.line_extra = [this](double secs) {
+  po.line_extra = [this, pricing = HostedPricing(config_, true)](double secs) {
     std::string extra;
     int64_t generated = totals_.completion_tokens - totals_.cached_completion_tokens;  // cache hits cost nothing
     if (generated > 0 && secs > 0)
       extra += ", " + FormatDouble(RoundTo(static_cast<double>(generated) / secs, 1)) + " tok/s";
     if (totals_.cached_generations > 0) extra += ", " + std::to_string(totals_.cached_generations.load()) + " cached";
+    if (pricing) extra += ", $" + FormatDouble(RoundTo(TotalsCostUsd(*pricing, totals_), 4));
     return extra;
   };
   po.on_tick = [timeline] { timeline->Tick(); };
@@ -532,7 +536,7 @@ Status ShardAttempt::RecordSuccess() {
     int64_t out = totals_.completion_tokens - totals_.cached_completion_tokens;
     if (in > 0) stats.input_tokens = in;
     if (out > 0) stats.output_tokens = out;
-    stats.cost_usd = ShardCostUsd(config_, totals_);
+    if (auto pricing = HostedPricing(config_, false)) stats.cost_usd = RoundTo(TotalsCostUsd(*pricing, totals_), 6);
     if (gen_cache_) {
       stats.cached_generations = totals_.cached_generations;
       stats.cached_output_tokens = totals_.cached_completion_tokens;
