@@ -261,6 +261,9 @@ struct ExecutionParams {
   int64_t cpus_per_task = 288;
   std::string time_limit = "11:59:59";
   int64_t max_failed_rows = 0;  // extension: rows allowed in errors.jsonl before the shard fails
+  // Extension: what one run of a shard may spend on a hosted API (USD, its known price): no row is started once the
+  // projected cost would pass it; the shard commits and stops, resumable.
+  std::optional<double> max_cost_usd;
   // Extensions: local execution and resume.
   int64_t local_workers = 1;  // shard processes run at once by `run` in local mode
   // The writer commits durably every N rows (default: 256 rows with model outputs, 1,000,000 without or with only

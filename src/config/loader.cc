@@ -511,6 +511,8 @@ void ReadExecution(Diag* d, const VarLookup& vars, const YAML::Node& node, Execu
   r.String("time_limit", &e->time_limit);
   if (r.Int("max_failed_rows", &e->max_failed_rows) && e->max_failed_rows < 0)
     d->Error(r.LocOf("max_failed_rows"), "max_failed_rows must be >= 0");
+  if (r.OptDouble("max_cost_usd", &e->max_cost_usd) && e->max_cost_usd && !(*e->max_cost_usd > 0))
+    d->Error(r.LocOf("max_cost_usd"), "max_cost_usd must be > 0");
   if (r.Int("local_workers", &e->local_workers) && e->local_workers < 1)
     d->Error(r.LocOf("local_workers"), "local_workers must be >= 1");
   if (r.OptInt("commit_every_rows", &e->commit_every_rows) && e->commit_every_rows && *e->commit_every_rows < 1)

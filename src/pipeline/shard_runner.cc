@@ -107,6 +107,27 @@ RowTransform DatasetTransform(Env* env, const config::Config& config, const Data
   return transform;
 }
 
+// execution_params.max_cost_usd as StreamOptions::may_start_row: a row starts while the cost so far plus, for each
+// generation in flight and the new row, the mean cost of a finished generation stays within the budget. Until a
+// generation has finished (no mean yet) rows start one at a time. nullptr without a budget or a known price.
+std::function<RowGate()> CostGate(const config::Config& config, const StreamTotals* t) {
+  if (!config.execution.max_cost_usd) return nullptr;
+  auto pricing = HostedPricing(config, false);
+  if (!pricing) {
+    LOG_WARN("execution_params.max_cost_usd is set, but no price is known for the model: no budget applies");
+    return nullptr;
+  }
+  return [pricing = *pricing, budget = *config.execution.max_cost_usd, t] {
+    double spent = TotalsCostUsd(pricing, *t);
+    int64_t in_flight = t->in_flight;
+    int64_t done = t->generations - in_flight - t->cached_generations;
+    if (done <= 0) return in_flight > 0 ? RowGate::kWait : spent < budget ? RowGate::kStart : RowGate::kStop;
+    double per_generation = spent / static_cast<double>(done);
+    if (spent + per_generation * static_cast<double>(in_flight + 1) <= budget) return RowGate::kStart;
+    return in_flight > 0 ? RowGate::kWait : RowGate::kStop;  // what is in flight may cost less than feared
+  };
+}
+
 // Runs the rows of `stream` through `transform` into `sink`: in parallel batches when no output calls a model
 // (generator null), else through the streaming scheduler. The one place that picks the scheduler and its options,
 // so the first pass and a redo of failed rows run alike. kUnavailable "interrupted" after a stop request.
@@ -123,6 +144,7 @@ Status RunRows(const config::Config& config, RowStream* stream, const RowTransfo
       std::max<size_t>(static_cast<size_t>(config.loading.batch_size), static_cast<size_t>(4 * generator->Capacity()));
   so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
   so.sample_offset = sample_offset;
+  so.may_start_row = CostGate(config, totals);
   return RunStreaming(stream, transform, generator, so, sink, totals);
 }
 
@@ -312,6 +334,7 @@ class ShardAttempt {
   // Reporting: the first failed rows on stderr; kInvalidArgument when more rows failed than max_failed_rows.
   Status ReportFailures();
   // Reporting: shard statistics, status success, the end of the timeline.
+  std::string BudgetStopMessage() const;
   Status RecordSuccess();
   // Records a failed attempt (timeline, status.json) and returns `s`.
   Status Fail(const Status& s);
@@ -477,12 +500,13 @@ Status ShardAttempt::RunWork(DatasetWork* w) {
     // The generations of abandoned rows end here (their results are not recorded).
     if (generator_) generator_->Shutdown();
     // Keep what is committed: the next attempt resumes from there.
-    if (s.IsUnavailable() && StopRequested()) {
+    if (s.IsUnavailable() && (StopRequested() || totals_.budget_reached)) {
       Status c = writer->Commit();
       writer->Abandon();
       reporter_.reset();
       std::string why = std::string("interrupted by ") + StopSignalName() + " after " +
                         std::to_string(progress_.rows_done.load()) + " rows (resumable)";
+      if (!StopRequested()) why = BudgetStopMessage();
       if (!c.ok()) why += "; last commit failed: " + c.message();
       interrupted_ = true;
       return Status::Unavailable(why);
@@ -518,6 +542,14 @@ Status ShardAttempt::ReportFailures() {
                                  << " (within max_failed_rows=" << max_failed << ")");
   }
   return Status::OK();
+}
+
+std::string ShardAttempt::BudgetStopMessage() const {
+  double spent = 0;
+  if (auto pricing = HostedPricing(config_, false)) spent = TotalsCostUsd(*pricing, totals_);
+  return "max_cost_usd (" + FormatDouble(*config_.execution.max_cost_usd) + ") reached: $" +
+         FormatDouble(RoundTo(spent, 4)) + " spent after " + std::to_string(progress_.rows_done.load()) +
+         " rows; run again to continue (resumable)";
 }
 
 Status ShardAttempt::RecordSuccess() {
@@ -567,7 +599,7 @@ Status ShardAttempt::RecordSuccess() {
 }
 
 Status ShardAttempt::Fail(const Status& s) {
-  if (timeline_) timeline_->End(StopRequested() ? "interrupted" : "failed", s.message());
+  if (timeline_) timeline_->End(StopRequested() || interrupted_ ? "interrupted" : "failed", s.message());
   Status m = interrupted_ ? state_->MarkInterrupted(s.message(), report_.rows_failed)
                           : state_->MarkFailed(s.message(), report_.rows_failed);
   if (!m.ok()) LOG_ERROR("cannot record the failure in the state directory: " << m.message());

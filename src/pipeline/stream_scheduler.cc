@@ -90,7 +90,8 @@ class Scheduler {
       if (!fatal_.ok()) return fatal_;  // e.g. a custom processor's tripped circuit breaker: the shard fails
     }
     MMIRAGE_TRY(Flush(true));
-    return stop_deadline ? Status::Unavailable("interrupted") : Status::OK();
+    if (stop_deadline) return Status::Unavailable("interrupted");
+    return totals_->budget_reached ? Status::Unavailable("cost budget reached") : Status::OK();
   }
 
   // After an error: the generations still in flight are abandoned (their completions, whenever the generator's
@@ -104,6 +105,13 @@ class Scheduler {
   // Reads rows while the window has room and starts their first output.
   Status Admit() {
     while (!exhausted_ && next_seq_ - next_to_sink_ < options_.window) {
+      const RowGate gate = options_.may_start_row ? options_.may_start_row() : RowGate::kStart;
+      if (gate == RowGate::kWait && !active_.empty()) break;
+      if (gate == RowGate::kStop) {
+        exhausted_ = true;
+        totals_->budget_reached = true;
+        break;
+      }
       RawRow raw;
       MMIRAGE_ASSIGN_OR_RETURN(bool more, stream_->Next(&raw));
       if (!more) {

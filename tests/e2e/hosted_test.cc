@@ -153,6 +153,31 @@ TEST(HostedE2eTest, EstimateShowsTheCostOfAHostedModel) {
   EXPECT_GT(ProviderStats(h.port).Find("ok")->as_int(), 0);  // the sample ran on the redirected endpoint
 }
 
+// execution_params.max_cost_usd: each run stops starting rows before the budget, commits and exits non-zero saying
+// how far it got; running again continues, and the output ends identical to a run without a budget.
+TEST(HostedE2eTest, CostBudgetStopsResumablyAndResumesToIdenticalOutput) {
+  TempDir budget, clean;
+  Hosted h = StartHosted(budget, {"--rpm", "60000", "--tpm", "100000000"});
+  const std::string cfg =
+      HostedConfig(budget, Endpoint(h.port, "      pricing: {input_per_million: 1000, output_per_million: 1000}\n"));
+  WriteRows(budget, 60);
+  WriteRows(clean, 60);
+  WriteFile(budget.Path("cfg.yaml"), cfg + "execution_params: {max_cost_usd: 0.5}\n");
+  WriteFile(clean.Path("cfg.yaml"), cfg);
+  auto first = Mm("", "run --config cfg.yaml", budget.path());
+  EXPECT_NE(first.exit_code, 0);
+  EXPECT_NE(first.err.find("max_cost_usd (0.5) reached: $"), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("run again to continue (resumable)"), std::string::npos) << first.err;
+  int runs = 1;
+  for (int exit_code = first.exit_code; exit_code != 0 && runs < 10; ++runs)
+    exit_code = Mm("", "run --config cfg.yaml", budget.path()).exit_code;
+  EXPECT_GE(runs, 3) << "each run spends at most $0.5 of the ~$1.7 the 60 rows cost";
+  ASSERT_EQ(Mm("", "run --config cfg.yaml", clean.path()).exit_code, 0);
+  auto got = ReadLines(budget.Path("out/shard_0/data.jsonl"));
+  EXPECT_EQ(got.size(), 60u);
+  EXPECT_EQ(got, ReadLines(clean.Path("out/shard_0/data.jsonl")));
+}
+
 TEST(HostedE2eTest, UnknownLimitsAreLearnedFromTheHeaders) {
   TempDir d;
   Hosted h = StartHosted(d, {"--rpm", "100000", "--tpm", "600000"});

@@ -6,7 +6,7 @@
 namespace mmirage::config {
 namespace {
 
-Result<Config> LoadEndpoint(const std::string& endpoint_extra) {
+Result<Config> LoadEndpoint(const std::string& endpoint_extra, const std::string& tail = "") {
   std::string yaml =
       "processors:\n"
       "  - type: llm\n"
@@ -19,7 +19,8 @@ Result<Config> LoadEndpoint(const std::string& endpoint_extra) {
       "processing_params:\n"
       "  inputs: [{name: a, key: a}]\n"
       "  outputs: [{name: s, type: llm, prompt: \"{{ a }}\"}]\n"
-      "  output_schema: {s: \"{{ s }}\"}\n";
+      "  output_schema: {s: \"{{ s }}\"}\n" +
+      tail;
   LoadOptions o;
   o.vars = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
   return LoadConfigFromString(yaml, "cfg.yaml", o);
@@ -81,6 +82,16 @@ TEST(HostedConfigTest, PricingAndAnthropicKeys) {
   const std::string m = bad.status().message();
   EXPECT_NE(m.find("input_per_million must be >= 0"), std::string::npos) << m;
   EXPECT_NE(m.find("missing required key 'output_per_million'"), std::string::npos) << m;
+}
+
+TEST(HostedConfigTest, MaxCostUsdMustBePositive) {
+  auto ok = LoadEndpoint("", "execution_params: {max_cost_usd: 2.5}\n");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->execution.max_cost_usd, 2.5);
+  auto bad = LoadEndpoint("", "execution_params: {max_cost_usd: 0}\n");
+  ASSERT_FALSE(bad.ok());
+  const std::string m = bad.status().message();
+  EXPECT_NE(m.find("max_cost_usd must be > 0"), std::string::npos) << m;
 }
 
 }  // namespace
