@@ -31,21 +31,34 @@ struct Loc {
 };
 
 // ---- processors ------------------------------------------------------------------------------------------------
-// Extension: an OpenAI-compatible endpoint (backend: openai, or a managed server's address once started).
+// Extension: an OpenAI-compatible endpoint (backend: openai, or a managed server's address once started), or
+// Anthropic's Messages API (backend: anthropic).
 struct EndpointConfig {
   std::string base_url;                    // e.g. http://host:30000/v1
   std::string api_key_env;                 // name of the environment variable holding the key (never the key)
   std::string model;                       // model name sent in requests (empty: the server's default)
   std::string mode = "chat";               // chat | completion (the rendered prompt is sent verbatim)
   std::optional<int64_t> max_concurrency;  // default: extra_engine_args.max_running_requests, else 64
-  double timeout_seconds = 600;            // per request
-  int64_t max_retries = 5;                 // per request, on 429 / 5xx / connection errors / timeouts
-  double down_timeout_seconds = 120;       // endpoint unreachable this long → the shard fails fast
+  bool max_concurrency_auto = false;       // `max_concurrency: auto`: adaptive (AIMD), at most max_concurrency
+  // rate_limits: absent → learned from the endpoint's x-ratelimit-* headers (none: unlimited).
+  std::optional<double> requests_per_minute, tokens_per_minute;
+  // pricing: USD per million tokens (absent: the built-in table of well-known models, process/llm/pricing.h).
+  struct Pricing {
+    double input_per_million = 0, output_per_million = 0;
+    std::optional<double> cached_input_per_million;  // absent: input_per_million
+  };
+  std::optional<Pricing> pricing;
+  std::string system_prompt;                     // backend anthropic: the `system` parameter
+  std::string anthropic_version = "2023-06-01";  // backend anthropic: the anthropic-version header
+  double timeout_seconds = 600;                  // per request
+  int64_t max_retries = 5;                       // per request, on 429 / 5xx / connection errors / timeouts
+  double down_timeout_seconds = 120;             // endpoint unreachable this long → the shard fails fast
 };
 
 struct LlmProcessor {
   // Extension: which engine runs the model. llama = embedded llama.cpp (default); openai = an existing
-  // OpenAI-compatible endpoint; sglang | vllm | llama-server = a server mmirage starts for the shard.
+  // OpenAI-compatible endpoint; anthropic = Anthropic's Messages API; sglang | vllm | llama-server = a server
+  // mmirage starts for the shard.
   std::string backend = "llama";
   std::optional<EndpointConfig> endpoint;
   std::vector<std::string> server_command;  // managed servers: the command, verbatim (else built from server_args)
@@ -252,6 +265,9 @@ struct ExecutionParams {
   int64_t cpus_per_task = 288;
   std::string time_limit = "11:59:59";
   int64_t max_failed_rows = 0;  // extension: rows allowed in errors.jsonl before the shard fails
+  // Extension: what one run of a shard may spend on a hosted API (USD, its known price): no row is started once the
+  // projected cost would pass it; the shard commits and stops, resumable.
+  std::optional<double> max_cost_usd;
   // Extensions: local execution and resume.
   int64_t local_workers = 1;  // shard processes run at once by `run` in local mode
   // The writer commits durably every N rows (default: 256 rows with model outputs, 1,000,000 without or with only

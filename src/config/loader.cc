@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "config/hosted.h"
 #include "config/validate.h"
 #include "data/json.h"
 #include "config/yaml_reader.h"
@@ -52,8 +53,7 @@ void ReadEndpoint(MapReader& r, LlmProcessor* p) {
   e.Get("api_key");
   e.String("model", &c.model);
   e.Literal("mode", {"chat", "completion"}, &c.mode);
-  if (e.OptInt("max_concurrency", &c.max_concurrency) && c.max_concurrency && *c.max_concurrency < 1)
-    d->Error(e.LocOf("max_concurrency"), r.section() + ".endpoint.max_concurrency must be >= 1");
+  ReadHostedEndpointKeys(e, &c);
   if (e.Double("timeout_seconds", &c.timeout_seconds) && c.timeout_seconds <= 0)
     d->Error(e.LocOf("timeout_seconds"), r.section() + ".endpoint.timeout_seconds must be > 0");
   if (e.Int("max_retries", &c.max_retries) && c.max_retries < 0)
@@ -65,10 +65,13 @@ void ReadEndpoint(MapReader& r, LlmProcessor* p) {
 }
 
 void ReadLlm(MapReader& r, const VarLookup& vars, LlmProcessor* p) {
-  r.Literal("backend", {"llama", "openai", "sglang", "vllm", "llama-server"}, &p->backend);
+  r.Literal("backend", {"llama", "openai", "anthropic", "sglang", "vllm", "llama-server"}, &p->backend);
   ReadEndpoint(r, p);
-  if (p->backend == "openai" && !p->endpoint)
-    r.diag()->Error(r.LocOf("backend"), r.section() + ": backend 'openai' needs an 'endpoint:' block with base_url");
+  if ((p->backend == "openai" || p->backend == "anthropic") && !p->endpoint)
+    r.diag()->Error(r.LocOf("backend"),
+                    r.section() + ": backend '" + p->backend + "' needs an 'endpoint:' block with base_url");
+  if (p->backend == "anthropic" && p->endpoint && p->endpoint->model.empty())
+    r.diag()->Error(r.LocOf("endpoint"), r.section() + ": backend 'anthropic' needs endpoint.model");
   YAML::Node sc = r.Get("server_command");
   if (sc.IsDefined() && !sc.IsNull()) {
     if (sc.IsScalar()) {
@@ -509,6 +512,8 @@ void ReadExecution(Diag* d, const VarLookup& vars, const YAML::Node& node, Execu
   r.String("time_limit", &e->time_limit);
   if (r.Int("max_failed_rows", &e->max_failed_rows) && e->max_failed_rows < 0)
     d->Error(r.LocOf("max_failed_rows"), "max_failed_rows must be >= 0");
+  if (r.OptDouble("max_cost_usd", &e->max_cost_usd) && e->max_cost_usd && !(*e->max_cost_usd > 0))
+    d->Error(r.LocOf("max_cost_usd"), "max_cost_usd must be > 0");
   if (r.Int("local_workers", &e->local_workers) && e->local_workers < 1)
     d->Error(r.LocOf("local_workers"), "local_workers must be >= 1");
   if (r.OptInt("commit_every_rows", &e->commit_every_rows) && e->commit_every_rows && *e->commit_every_rows < 1)

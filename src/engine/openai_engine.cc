@@ -29,6 +29,7 @@
 #include <unordered_map>
 
 #include "data/json.h"
+#include "engine/anthropic_protocol.h"
 #include "util/env.h"
 #include "util/http/event_loop.h"
 #include "util/log.h"
@@ -63,9 +64,25 @@ class OpenAiEngine : public Engine {
         owned_loop_(std::move(owned)),
         loop_(o.loop != nullptr ? o.loop : owned_loop_.get()),
         env_(o.env != nullptr ? o.env : Env::Default()),
-        rng_(o.jitter_seed != 0 ? o.jitter_seed : std::random_device{}()) {
+        rng_(o.jitter_seed != 0 ? o.jitter_seed : std::random_device{}()),
+        admission_(o.admission) {
+    if (admission_ == nullptr) {
+      AdmissionOptions ao;
+      ao.name = o.base_url;
+      ao.requests_per_minute = o.requests_per_minute;
+      ao.tokens_per_minute = o.tokens_per_minute;
+      ao.max_concurrency = o.max_concurrency;
+      ao.adaptive = o.adaptive_concurrency;
+      ao.now_micros = [loop = loop_] { return loop->NowMicros(); };  // admission runs on the loop thread only
+      admission_ = std::make_shared<AdmissionController>(std::move(ao));
+    }
     while (!opt_.base_url.empty() && opt_.base_url.back() == '/') opt_.base_url.pop_back();
-    if (!opt_.api_key.empty()) headers_.push_back("Authorization: Bearer " + opt_.api_key);
+    if (opt_.api == HttpApi::kAnthropic) {
+      if (!opt_.api_key.empty()) headers_.push_back("x-api-key: " + opt_.api_key);
+      headers_.push_back("anthropic-version: " + opt_.anthropic_version);
+    } else if (!opt_.api_key.empty()) {
+      headers_.push_back("Authorization: Bearer " + opt_.api_key);
+    }
   }
   ~OpenAiEngine() override { Shutdown(); }
 
@@ -85,6 +102,8 @@ class OpenAiEngine : public Engine {
     CompletionCallback done;
     State state = State::kQueued;
     int retries = 0;
+    int64_t estimated_tokens = 0;
+    AdmissionPermit permit;
   };
   using CallPtr = std::shared_ptr<Call>;
 
@@ -93,6 +112,7 @@ class OpenAiEngine : public Engine {
   void Pump();
   void Start(const CallPtr& c);
   void OnResponse(const CallPtr& c, HttpResponse resp);
+  void ReleasePermit(const CallPtr& c, const HttpResponse& resp, const Completion* completion);
   void Retry(const CallPtr& c, std::string error, const std::string& retry_after);
   bool CheckDown();
   void Finish(const CallPtr& c, Completion completion);
@@ -115,6 +135,8 @@ class OpenAiEngine : public Engine {
   uint64_t unreachable_since_us_ = 0;  // first connection failure since the last HTTP response; 0 = none
   Status down_;                        // non-OK once the endpoint is declared down
   std::mt19937_64 rng_;
+  std::shared_ptr<AdmissionController> admission_;
+  bool pump_timer_ = false;  // a Pump is scheduled for when the rate limits admit the next request
 };
 
 Completion ErrorCompletion(Status s) {
@@ -132,6 +154,7 @@ void OpenAiEngine::Submit(Request request, CompletionCallback done) {
   auto c = std::make_shared<Call>();
   c->id = next_id_.fetch_add(1);
   c->done = std::move(done);
+  c->estimated_tokens = EstimateRequestTokens(request);
   Status build_error;
   // Local image files travel as data: URLs: read them here, on the caller's thread.
   for (ImageInput& im : request.images) {
@@ -145,7 +168,10 @@ void OpenAiEngine::Submit(Request request, CompletionCallback done) {
     im.source = "'" + im.source + "'";
     im.bytes = std::move(*bytes);
   }
-  Result<OpenAiCall> call = build_error.ok() ? BuildOpenAiCall(request, opt_.mode, opt_.model) : build_error;
+  Result<OpenAiCall> call = !build_error.ok() ? Result<OpenAiCall>(build_error)
+                            : opt_.api == HttpApi::kAnthropic
+                                ? BuildAnthropicCall(request, opt_.model, opt_.system_prompt)
+                                : BuildOpenAiCall(request, opt_.mode, opt_.model);
   if (call.ok()) {
     c->url = opt_.base_url + call->path;
     c->body = std::move(call->body);
@@ -182,9 +208,21 @@ void OpenAiEngine::Enqueue(CallPtr c) {
 }
 
 void OpenAiEngine::Pump() {
-  while (down_.ok() && !stopping_ && in_flight_ < opt_.max_concurrency && !queue_.empty()) {
+  while (down_.ok() && !stopping_ && !queue_.empty()) {
+    AdmissionDecision d = admission_->TryAcquire(queue_.front()->estimated_tokens);
+    if (!d.permit) {
+      if (d.wait_micros > 0 && !pump_timer_) {
+        pump_timer_ = true;
+        loop_->RunAfter(d.wait_micros, [this] {
+          pump_timer_ = false;
+          Pump();
+        });
+      }
+      return;  // else a Release pumps again
+    }
     CallPtr c = std::move(queue_.front());
     queue_.pop_front();
+    c->permit = *d.permit;
     Start(c);
   }
 }
@@ -202,25 +240,33 @@ void OpenAiEngine::Start(const CallPtr& c) {
 
 void OpenAiEngine::OnResponse(const CallPtr& c, HttpResponse resp) {
   --in_flight_;
-  if (stopping_ || resp.transport == HttpTransport::kAborted) return Fail(c, Status::Unavailable("engine shut down"));
+  if (stopping_ || resp.transport == HttpTransport::kAborted) {
+    ReleasePermit(c, resp, nullptr);
+    return Fail(c, Status::Unavailable("engine shut down"));
+  }
   switch (resp.transport) {
     case HttpTransport::kOk: {
       unreachable_since_us_ = 0;
       if (resp.status_code >= 200 && resp.status_code < 300) {
-        auto completion = ParseOpenAiResponse(resp.body, c->chat);
+        auto completion = opt_.api == HttpApi::kAnthropic ? ParseAnthropicResponse(resp.body)
+                                                          : ParseOpenAiResponse(resp.body, c->chat);
+        ReleasePermit(c, resp, completion.ok() ? &*completion : nullptr);
         if (completion.ok()) {
           Finish(c, std::move(*completion));
         } else {
           Retry(c, completion.status().message(), "");
         }
       } else if (IsRetryableHttpStatus(resp.status_code)) {
+        ReleasePermit(c, resp, nullptr);
         Retry(c, DescribeHttpError(resp.status_code, resp.body), resp.retry_after);
       } else {
+        ReleasePermit(c, resp, nullptr);
         Fail(c, Status::InvalidArgument(DescribeHttpError(resp.status_code, resp.body)));
       }
       break;
     }
     case HttpTransport::kConnect:
+      ReleasePermit(c, resp, nullptr);
       if (unreachable_since_us_ == 0) unreachable_since_us_ = loop_->NowMicros();
       if (CheckDown()) {
         Fail(c, down_);
@@ -229,11 +275,24 @@ void OpenAiEngine::OnResponse(const CallPtr& c, HttpResponse resp) {
       }
       break;
     case HttpTransport::kTimeout:
+      ReleasePermit(c, resp, nullptr);
       Retry(c, "no response within " + FormatDouble(opt_.timeout_seconds) + " s (timeout_seconds)", "");
       break;
-    default: Retry(c, "connection broken (" + resp.error + ")", "");
+    default: ReleasePermit(c, resp, nullptr); Retry(c, "connection broken (" + resp.error + ")", "");
   }
   Pump();
+}
+
+// Tells admission how the attempt went: overload answers slow the run down, usage corrects the token estimate.
+void OpenAiEngine::ReleasePermit(const CallPtr& c, const HttpResponse& resp, const Completion* completion) {
+  AdmissionOutcome outcome = AdmissionOutcome::kFailed;
+  if (completion != nullptr) outcome = AdmissionOutcome::kOk;
+  if (resp.transport == HttpTransport::kOk && IsOverloadHttpStatus(resp.status_code))
+    outcome = AdmissionOutcome::kOverloaded;
+  int64_t used = -1;
+  if (completion != nullptr && completion->prompt_tokens + completion->completion_tokens > 0)
+    used = completion->prompt_tokens + completion->completion_tokens;
+  admission_->Release(c->permit, outcome, used, resp.rate_limit_headers);
 }
 
 void OpenAiEngine::Retry(const CallPtr& c, std::string error, const std::string& retry_after) {
@@ -300,6 +359,8 @@ Result<std::unique_ptr<Engine>> CreateOpenAiEngine(const OpenAiEngineOptions& op
   if (options.base_url.empty()) return Status::InvalidArgument("openai engine: empty base_url");
   if (options.max_concurrency < 1) return Status::InvalidArgument("openai engine: max_concurrency must be >= 1");
   if (options.max_retries < 0) return Status::InvalidArgument("openai engine: max_retries must be >= 0");
+  if (options.api == HttpApi::kAnthropic && options.model.empty())
+    return Status::InvalidArgument("anthropic engine: the Messages API needs a model (endpoint.model)");
   OpenAiEngineOptions o = options;
   while (!o.base_url.empty() && o.base_url.back() == '/') o.base_url.pop_back();
   if (o.model.empty() && o.loop == nullptr) {

@@ -227,6 +227,7 @@ uint64_t BackoffDelayMicros(int retry, uint64_t base_micros, uint64_t cap_micros
 }
 
 bool IsRetryableHttpStatus(int code) { return code == 408 || code == 409 || code == 429 || code >= 500; }
+bool IsOverloadHttpStatus(int code) { return code == 429 || code == 503 || code == 529; }
 
 std::string DescribeHttpError(int status_code, std::string_view body) {
   std::string detail;

@@ -53,6 +53,8 @@ uint64_t BackoffDelayMicros(int retry, uint64_t base_micros, uint64_t cap_micros
 
 // True for the HTTP statuses worth retrying: 408, 409, 429 and 5xx.
 bool IsRetryableHttpStatus(int status_code);
+// True for the statuses that mean "slow down": 429, 503 and Anthropic's 529 (overloaded_error).
+bool IsOverloadHttpStatus(int status_code);
 
 // "HTTP 503: <error.message or the start of the body>" — one line, at most about 300 characters.
 std::string DescribeHttpError(int status_code, std::string_view body);

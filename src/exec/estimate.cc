@@ -20,6 +20,7 @@
 #include "process/llm/engine_factory.h"
 #include "process/llm/llm_options.h"
 #include "process/llm/model_ref.h"
+#include "process/llm/pricing.h"
 #include "stats/shard_stats.h"
 #include "util/log.h"
 
@@ -101,7 +102,7 @@ Value Placeholder(const config::OutputVar& o) {
 }
 
 bool IsPaid(const config::Processor& p) {
-  return p.type == "batch_api" || (p.type == "llm" && p.llm.backend == "openai");
+  return p.type == "batch_api" || (p.type == "llm" && (p.llm.backend == "openai" || p.llm.backend == "anthropic"));
 }
 
 // Upper bound of one output's generated tokens per request; nullopt when the config sets none.
@@ -246,7 +247,13 @@ Result<config::Config> SampleConfig(const config::Config& c, const std::string& 
         "can be redirected to one endpoint");
   }
   for (auto& p : s.processors) {
-    if (p.type == "llm" && p.llm.backend == "openai") p.llm.endpoint->base_url = generate_via;
+    if (p.type != "llm" || (p.llm.backend != "openai" && p.llm.backend != "anthropic")) continue;
+    if (auto price = process::llm::PricingFor(p)) {  // kept for the cost, whatever serves the sample
+      p.price_per_million_input_tokens = price->input_per_million;
+      p.price_per_million_output_tokens = price->output_per_million;
+    }
+    p.llm.backend = "openai";  // the endpoint given speaks OpenAI's API
+    p.llm.endpoint->base_url = generate_via;
   }
   if (has_batch) {
     const config::Processor* b = c.FindProcessor("batch_api");
@@ -647,11 +654,13 @@ void EstimateTime(const config::Config& c, const EstimateOptions& opt, const Pop
 void EstimateCost(const OutputPlan& plan, EstimateReport* rep) {
   bool priced = false;
   for (const auto* p : plan.procs)
-    priced = priced || p->price_per_million_input_tokens || p->price_per_million_output_tokens;
+    priced = priced || p->price_per_million_input_tokens || p->price_per_million_output_tokens ||
+             process::llm::PricingFor(*p).has_value();
   if (priced && plan.procs.size() == 1) {
     const config::Processor* p = *plan.procs.begin();
-    double pin = p->price_per_million_input_tokens.value_or(0) / 1e6;
-    double pout = p->price_per_million_output_tokens.value_or(0) / 1e6;
+    auto hosted = process::llm::PricingFor(*p);  // endpoint.pricing or the built-in table (hosted APIs)
+    double pin = (hosted ? hosted->input_per_million : p->price_per_million_input_tokens.value_or(0)) / 1e6;
+    double pout = (hosted ? hosted->output_per_million : p->price_per_million_output_tokens.value_or(0)) / 1e6;
     Interval o = rep->output_tokens.value_or(Interval{});
     rep->cost_usd = Interval{rep->input_tokens.estimate * pin + o.estimate * pout,
                              rep->input_tokens.low * pin + o.low * pout, rep->input_tokens.high * pin + o.high * pout};

@@ -27,6 +27,7 @@
 #include "pipeline/timeline_recorder.h"
 #include "process/llm/engine_factory.h"
 #include "process/llm/model_ref.h"
+#include "process/llm/pricing.h"
 #include "pipeline/row_transform.h"
 #include "pipeline/shard_writer.h"
 #include "state/heartbeat.h"
@@ -39,6 +40,30 @@
 
 namespace mmirage::pipeline {
 namespace {
+
+// The price of the shard's generations when its one llm processor is a hosted API with a known price; nullopt
+// otherwise (with `say_unknown`, one line saying so for a hosted model of unknown price).
+std::optional<config::EndpointConfig::Pricing> HostedPricing(const config::Config& config, bool say_unknown) {
+  const config::Processor* llm = nullptr;
+  for (const auto& p : config.processors) {
+    if (p.type != "llm") continue;
+    if (llm != nullptr) return std::nullopt;  // tokens are not counted per processor
+    llm = &p;
+  }
+  if (llm == nullptr || (llm->llm.backend != "openai" && llm->llm.backend != "anthropic")) return std::nullopt;
+  auto pricing = process::llm::PricingFor(*llm);
+  if (!pricing && say_unknown) {
+    LOG_INFO("cost: no price known for model '" << (llm->llm.endpoint ? llm->llm.endpoint->model : "")
+                                                << "'; set endpoint.pricing to see it");
+  }
+  return pricing;
+}
+
+// USD so far; generation-cache answers cost nothing and are not counted.
+double TotalsCostUsd(const config::EndpointConfig::Pricing& pricing, const StreamTotals& t) {
+  return process::llm::CostUsd(pricing, t.prompt_tokens - t.cached_prompt_tokens, t.engine_cached_prompt_tokens,
+                               t.completion_tokens - t.cached_completion_tokens);
+}
 
 struct DatasetPlan {
   const config::DatasetConfig* config;
@@ -82,6 +107,7 @@ RowTransform DatasetTransform(Env* env, const config::Config& config, const Data
   return transform;
 }
 
+<<<<<<< HEAD
 }  // namespace
 
 StreamOptions StreamOptionsFor(const config::Config& config, int capacity) {
@@ -98,6 +124,29 @@ StreamOptions StreamOptionsFor(const config::Config& config, int capacity) {
 
 namespace {
 
+=======
+// execution_params.max_cost_usd as StreamOptions::may_start_row: a row starts while the cost so far plus, for each
+// generation in flight and the new row, the mean cost of a finished generation stays within the budget. Until a
+// generation has finished (no mean yet) rows start one at a time. nullptr without a budget or a known price.
+std::function<RowGate()> CostGate(const config::Config& config, const StreamTotals* t) {
+  if (!config.execution.max_cost_usd) return nullptr;
+  auto pricing = HostedPricing(config, false);
+  if (!pricing) {
+    LOG_WARN("execution_params.max_cost_usd is set, but no price is known for the model: no budget applies");
+    return nullptr;
+  }
+  return [pricing = *pricing, budget = *config.execution.max_cost_usd, t] {
+    double spent = TotalsCostUsd(pricing, *t);
+    int64_t in_flight = t->in_flight;
+    int64_t done = t->generations - in_flight - t->cached_generations;
+    if (done <= 0) return in_flight > 0 ? RowGate::kWait : spent < budget ? RowGate::kStart : RowGate::kStop;
+    double per_generation = spent / static_cast<double>(done);
+    if (spent + per_generation * static_cast<double>(in_flight + 1) <= budget) return RowGate::kStart;
+    return in_flight > 0 ? RowGate::kWait : RowGate::kStop;  // what is in flight may cost less than feared
+  };
+}
+
+>>>>>>> i23-hosted
 // Runs the rows of `stream` through `transform` into `sink`: in parallel batches when no output calls a model
 // (generator null), else through the streaming scheduler. The one place that picks the scheduler and its options,
 // so the first pass and a redo of failed rows run alike. kUnavailable "interrupted" after a stop request.
@@ -110,6 +159,7 @@ Status RunRows(const config::Config& config, RowStream* stream, const RowTransfo
   }
   StreamOptions so = StreamOptionsFor(config, generator->Capacity());
   so.sample_offset = sample_offset;
+  so.may_start_row = CostGate(config, totals);
   return RunStreaming(stream, transform, generator, so, sink, totals);
 }
 
@@ -299,6 +349,7 @@ class ShardAttempt {
   // Reporting: the first failed rows on stderr; kInvalidArgument when more rows failed than max_failed_rows.
   Status ReportFailures();
   // Reporting: shard statistics, status success, the end of the timeline.
+  std::string BudgetStopMessage() const;
   Status RecordSuccess();
   // Records a failed attempt (timeline, status.json) and returns `s`.
   Status Fail(const Status& s);
@@ -342,12 +393,13 @@ void ShardAttempt::StartReporting() {
                : opt_.progress_on_terminal ? ShardProgressOptions::Display::kTerminal
                                            : ShardProgressOptions::Display::kLog;
   po.stale_timeout_seconds = config_.execution.heartbeat_timeout_seconds;
-  po.line_extra = [this](double secs) {
+  po.line_extra = [this, pricing = HostedPricing(config_, true)](double secs) {
     std::string extra;
     int64_t generated = totals_.completion_tokens - totals_.cached_completion_tokens;  // cache hits cost nothing
     if (generated > 0 && secs > 0)
       extra += ", " + FormatDouble(RoundTo(static_cast<double>(generated) / secs, 1)) + " tok/s";
     if (totals_.cached_generations > 0) extra += ", " + std::to_string(totals_.cached_generations.load()) + " cached";
+    if (pricing) extra += ", $" + FormatDouble(RoundTo(TotalsCostUsd(*pricing, totals_), 4));
     return extra;
   };
   po.on_tick = [timeline] { timeline->Tick(); };
@@ -463,12 +515,13 @@ Status ShardAttempt::RunWork(DatasetWork* w) {
     // The generations of abandoned rows end here (their results are not recorded).
     if (generator_) generator_->Shutdown();
     // Keep what is committed: the next attempt resumes from there.
-    if (s.IsUnavailable() && StopRequested()) {
+    if (s.IsUnavailable() && (StopRequested() || totals_.budget_reached)) {
       Status c = writer->Commit();
       writer->Abandon();
       reporter_.reset();
       std::string why = std::string("interrupted by ") + StopSignalName() + " after " +
                         std::to_string(progress_.rows_done.load()) + " rows (resumable)";
+      if (!StopRequested()) why = BudgetStopMessage();
       if (!c.ok()) why += "; last commit failed: " + c.message();
       interrupted_ = true;
       return Status::Unavailable(why);
@@ -506,6 +559,14 @@ Status ShardAttempt::ReportFailures() {
   return Status::OK();
 }
 
+std::string ShardAttempt::BudgetStopMessage() const {
+  double spent = 0;
+  if (auto pricing = HostedPricing(config_, false)) spent = TotalsCostUsd(*pricing, totals_);
+  return "max_cost_usd (" + FormatDouble(*config_.execution.max_cost_usd) + ") reached: $" +
+         FormatDouble(RoundTo(spent, 4)) + " spent after " + std::to_string(progress_.rows_done.load()) +
+         " rows; run again to continue (resumable)";
+}
+
 Status ShardAttempt::RecordSuccess() {
   poller_->Stop();
   ShardStats stats;
@@ -522,6 +583,7 @@ Status ShardAttempt::RecordSuccess() {
     int64_t out = totals_.completion_tokens - totals_.cached_completion_tokens;
     if (in > 0) stats.input_tokens = in;
     if (out > 0) stats.output_tokens = out;
+    if (auto pricing = HostedPricing(config_, false)) stats.cost_usd = RoundTo(TotalsCostUsd(*pricing, totals_), 6);
     if (gen_cache_) {
       stats.cached_generations = totals_.cached_generations;
       stats.cached_output_tokens = totals_.cached_completion_tokens;
@@ -552,7 +614,7 @@ Status ShardAttempt::RecordSuccess() {
 }
 
 Status ShardAttempt::Fail(const Status& s) {
-  if (timeline_) timeline_->End(StopRequested() ? "interrupted" : "failed", s.message());
+  if (timeline_) timeline_->End(StopRequested() || interrupted_ ? "interrupted" : "failed", s.message());
   Status m = interrupted_ ? state_->MarkInterrupted(s.message(), report_.rows_failed)
                           : state_->MarkFailed(s.message(), report_.rows_failed);
   if (!m.ok()) LOG_ERROR("cannot record the failure in the state directory: " << m.message());

@@ -100,7 +100,8 @@ class Scheduler {
       Dispatch();  // e.g. a custom processor's tripped circuit breaker: the shard fails
     }
     MMIRAGE_TRY(Flush(true));
-    return stop_deadline ? Status::Unavailable("interrupted") : Status::OK();
+    if (stop_deadline) return Status::Unavailable("interrupted");
+    return totals_->budget_reached ? Status::Unavailable("cost budget reached") : Status::OK();
   }
 
   // After an error: the generations still in flight are abandoned (their completions, whenever the generator's
@@ -114,6 +115,13 @@ class Scheduler {
   // Reads rows while the window has room and starts their first output.
   Status Admit() {
     while (!exhausted_ && next_seq_ - next_to_sink_ < options_.window) {
+      const RowGate gate = options_.may_start_row ? options_.may_start_row() : RowGate::kStart;
+      if (gate == RowGate::kWait && !active_.empty()) break;
+      if (gate == RowGate::kStop) {
+        exhausted_ = true;
+        totals_->budget_reached = true;
+        break;
+      }
       RawRow raw;
       MMIRAGE_ASSIGN_OR_RETURN(bool more, stream_->Next(&raw));
       if (!more) {
@@ -197,6 +205,7 @@ class Scheduler {
     totals_->cached_generations += r.cached_generations;
     totals_->cached_prompt_tokens += r.cached_prompt_tokens;
     totals_->cached_completion_tokens += r.cached_completion_tokens;
+    totals_->engine_cached_prompt_tokens += r.engine_cached_prompt_tokens;
     auto it = active_.find(seq);
     if (it == active_.end()) return;
     RowState st = std::move(it->second);

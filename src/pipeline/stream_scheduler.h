@@ -18,6 +18,9 @@
 
 namespace mmirage::pipeline {
 
+// May the next row start? kWait: not now (asked again when a generation finishes); kStop: read no more rows.
+enum class RowGate { kStart, kWait, kStop };
+
 struct StreamOptions {
   size_t window = 64;              // rows in flight (read but not yet handed to the sink)
   size_t flush_rows = 32;          // hand rows to the sink in groups of at most this many (sooner when the stream ends)
@@ -28,6 +31,9 @@ struct StreamOptions {
   // `dispatch_limit` in flight, so that the engine's prefix cache hits; the sink still gets rows in input order.
   bool prefix_order = false;
   size_t dispatch_limit = 8;  // prefix order: generations in flight at once (>= 1; the engines' parallel slots)
+  // Asked before each row is read. kStop: read no more rows, let the rows in flight finish, set
+  // StreamTotals::budget_reached and return kUnavailable "cost budget reached". nullptr: always kStart.
+  std::function<RowGate()> may_start_row;
 };
 
 // Counters of a streaming run; atomics so that a progress reporter may read them while the run updates them.
@@ -39,7 +45,9 @@ struct StreamTotals {
   std::atomic<int64_t> cached_generations{0};
   std::atomic<int64_t> cached_prompt_tokens{0};
   std::atomic<int64_t> cached_completion_tokens{0};
-  std::atomic<int64_t> in_flight{0};  // generations submitted and not yet answered
+  std::atomic<int64_t> engine_cached_prompt_tokens{0};  // generated prompts the engine served from its prompt cache
+  std::atomic<int64_t> in_flight{0};                    // generations submitted and not yet answered
+  std::atomic<bool> budget_reached{false};              // StreamOptions::may_start_row said no
 };
 
 // Streams `stream` through extract → (render prompt → generate)* → render output. Row failures go to the

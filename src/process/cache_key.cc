@@ -57,9 +57,10 @@ Result<std::string> ModelIdentity(Env* env, const config::Processor& p, const st
       else h.AddString(mm);
     }
     if (llm.backend == "llama-server") AddValue(&h, llm.extra_engine_args);
-  } else if (llm.backend == "openai") {
+  } else if (llm.backend == "openai" || llm.backend == "anthropic") {
     config::EndpointConfig ep = llm.endpoint.value_or(config::EndpointConfig{});
     h.AddString(ep.base_url).AddString(ep.model).AddString(ep.mode);
+    if (llm.backend == "anthropic") h.AddString("anthropic").AddString(ep.system_prompt);
   } else {
     h.AddString(llm.model_path).AddString(llm.chat_template).AddInt(llm.tp_size);
     for (const auto& a : llm.server_command) h.AddString(a);

@@ -204,6 +204,7 @@ void OutputGenerator::OnCompletion(const std::shared_ptr<Attempt>& a, engine::Co
   GenerateResult& r = a->result;
   r.prompt_tokens += c.prompt_tokens;
   r.completion_tokens += c.completion_tokens;
+  if (!cached) r.engine_cached_prompt_tokens += c.cached_prompt_tokens;
   if (cached) {
     ++r.cached_generations;
     r.cached_prompt_tokens += c.prompt_tokens;

@@ -33,6 +33,8 @@ struct GenerateResult {
   int cached_generations = 0;
   int64_t cached_prompt_tokens = 0;
   int64_t cached_completion_tokens = 0;
+  // Prompt tokens the engine reported as served from its own prompt cache (a hosted API's cached input).
+  int64_t engine_cached_prompt_tokens = 0;
 };
 
 // Which row a generation is for.

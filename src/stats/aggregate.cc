@@ -38,7 +38,8 @@ Value AggregateStats(const std::vector<ShardStatsInput>& shards_in, int64_t num_
   std::sort(shards.begin(), shards.end(), [](auto* a, auto* b) { return a->shard_id < b->shard_id; });
 
   int64_t completed = 0, failed_rows = 0, rows = 0, input_tokens = 0, output_tokens = 0;
-  std::optional<double> cost;  // batch_api with prices
+  std::optional<double> cost;      // batch_api with prices
+  std::optional<double> cost_usd;  // hosted APIs with known prices
   bool any_contributing = false, token_data = false;
   std::optional<double> earliest_start, latest_finish, sum_runtime, min_runtime, max_runtime, sum_load;
   std::optional<int64_t> num_gpus;
@@ -71,6 +72,7 @@ Value AggregateStats(const std::vector<ShardStatsInput>& shards_in, int64_t num_
     input_tokens += st.input_tokens.value_or(0);
     output_tokens += st.output_tokens.value_or(0);
     if (st.cost) cost = cost.value_or(0) + *st.cost;
+    if (st.cost_usd) cost_usd = cost_usd.value_or(0) + *st.cost_usd;
   }
 
   std::optional<double> wall;
@@ -118,6 +120,7 @@ Value AggregateStats(const std::vector<ShardStatsInput>& shards_in, int64_t num_
   v.Set("mean_cpu_util_pct", OptD(cpu_util.Get()));
   v.Set("total_failed_rows", failed_rows);
   if (cost) v.Set("total_cost", RoundTo(*cost, 6));
+  if (cost_usd) v.Set("total_cost_usd", RoundTo(*cost_usd, 6));
   return v;
 }
 
@@ -155,6 +158,7 @@ std::string FormatAggregateTable(const Value& a) {
       {"Mean CPU utilisation", num("mean_cpu_util_pct", "% of a core")},
   };
   if (a.Find("total_cost")) lines.push_back({"Cost (batch prices)", num("total_cost", "")});
+  if (a.Find("total_cost_usd")) lines.push_back({"Cost (hosted API prices)", num("total_cost_usd", "USD")});
   size_t width = 0;
   for (const auto& l : lines) width = std::max(width, l.label.size());
   std::string out;

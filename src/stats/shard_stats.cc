@@ -70,6 +70,7 @@ Value ShardStats::ToValue() const {
   v.Set("cpu_util_mean", OptD(cpu_util_mean));
   v.Set("machine_cpu_util_mean", OptD(machine_cpu_util_mean));
   if (cost) v.Set("cost", *cost);
+  if (cost_usd) v.Set("cost_usd", *cost_usd);
   if (cached_generations) v.Set("cached_generations", *cached_generations);
   if (cached_output_tokens) v.Set("cached_output_tokens", *cached_output_tokens);
   return v;
@@ -97,6 +98,7 @@ ShardStats ShardStats::FromValue(const Value& v) {
   s.cpu_util_mean = GetD(v, "cpu_util_mean");
   s.machine_cpu_util_mean = GetD(v, "machine_cpu_util_mean");
   s.cost = GetD(v, "cost");
+  s.cost_usd = GetD(v, "cost_usd");
   return s;
 }
 

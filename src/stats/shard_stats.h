@@ -30,6 +30,8 @@ struct ShardStats {
   std::optional<double> cpu_util_mean, machine_cpu_util_mean;
   // Extension, batch_api with prices configured: what the provider tokens cost (serialised only when set).
   std::optional<double> cost;
+  // Extension, an llm processor on a hosted API with a known price: what its generations cost, USD.
+  std::optional<double> cost_usd;
   // Extensions from the generation cache: generations answered by it and their output tokens. input_tokens and
   // output_tokens (and every rate) count generated tokens only. Serialised only when set.
   std::optional<int64_t> cached_generations, cached_output_tokens;

@@ -18,6 +18,7 @@ namespace mmirage::process::llm {
 namespace {
 
 constexpr int64_t kDefaultMaxConcurrency = 64;
+constexpr int64_t kAutoMaxConcurrency = 256;  // the ceiling of `max_concurrency: auto`
 constexpr int64_t kDefaultLlamaServerSlots = 8;
 constexpr int64_t kDefaultCtxPerSlot = 4096;
 
@@ -169,15 +170,28 @@ Result<std::unique_ptr<engine::Engine>> CreateManaged(const config::Processor& p
 Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Processor& p, const config::VarLookup& vars) {
   engine::OpenAiEngineOptions o;
   const config::LlmProcessor& llm = p.llm;
-  if (!llm.endpoint && llm.backend == "openai")
-    return Status::InvalidArgument(Where(p) + ": backend 'openai' needs an 'endpoint:' block with base_url");
+  if (!llm.endpoint && (llm.backend == "openai" || llm.backend == "anthropic"))
+    return Status::InvalidArgument(Where(p) + ": backend '" + llm.backend +
+                                   "' needs an 'endpoint:' block with base_url");
   config::EndpointConfig ep = llm.endpoint.value_or(config::EndpointConfig{});
   o.base_url = ep.base_url;
+  if (llm.backend == "anthropic") {
+    o.api = engine::HttpApi::kAnthropic;
+    o.anthropic_version = ep.anthropic_version;
+    o.system_prompt = ep.system_prompt;
+  }
   o.model = ep.model;
   o.mode = ep.mode == "completion" ? engine::OpenAiMode::kCompletion : engine::OpenAiMode::kChat;
   o.max_concurrency = static_cast<int>(ep.max_concurrency.value_or(
       IntArg(llm.extra_engine_args, "max_running_requests").value_or(kDefaultMaxConcurrency)));
   o.max_concurrency = std::max(1, o.max_concurrency);
+  if (ep.max_concurrency_auto) {
+    o.adaptive_concurrency = true;
+    o.max_concurrency =
+        static_cast<int>(IntArg(llm.extra_engine_args, "max_running_requests").value_or(kAutoMaxConcurrency));
+  }
+  o.requests_per_minute = ep.requests_per_minute.value_or(0);
+  o.tokens_per_minute = ep.tokens_per_minute.value_or(0);
   o.timeout_seconds = ep.timeout_seconds;
   o.max_retries = static_cast<int>(ep.max_retries);
   o.down_timeout_seconds = ep.down_timeout_seconds;
@@ -276,7 +290,8 @@ Result<std::vector<std::string>> BuildServerCommand(const config::Processor& p, 
 
 Status CheckBackendRunnable(const config::Processor& p) {
   const std::string& backend = p.llm.backend;
-  if (backend == "openai" || backend == "sglang" || backend == "vllm") return Status::OK();  // checked at start
+  if (backend == "openai" || backend == "anthropic" || backend == "sglang" || backend == "vllm")
+    return Status::OK();  // checked at start
   if (backend != "llama" && backend != "llama-server")
     return Status::InvalidArgument(Where(p) + ": unknown backend '" + backend + "'");
   if (backend == "llama-server" && p.llm.server_command.empty()) {
@@ -302,7 +317,7 @@ EngineFactory DefaultEngineFactory(EngineFactoryOptions options) {
                    std::vector<std::string>* warnings) -> Result<std::unique_ptr<engine::Engine>> {
     const std::string& backend = p.llm.backend;
     if (backend == "llama") return LlamaEngineFactory()(p, warnings);
-    if (backend == "openai") return CreateOpenAi(p, options);
+    if (backend == "openai" || backend == "anthropic") return CreateOpenAi(p, options);
     if (IsManaged(backend)) return CreateManaged(p, options);
     return Status::InvalidArgument(Where(p) + ": unknown backend '" + backend + "'");
   };

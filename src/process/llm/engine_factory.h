@@ -26,7 +26,8 @@ struct EngineFactoryOptions {
 EngineFactory DefaultEngineFactory(EngineFactoryOptions options = {});
 
 // endpoint → OpenAI engine options: base_url, mode, timeout_seconds, max_retries, down_timeout_seconds, model;
-// max_concurrency from endpoint.max_concurrency, else extra_engine_args.max_running_requests, else 64; the API key
+// max_concurrency from endpoint.max_concurrency, else extra_engine_args.max_running_requests, else 64 (`auto`:
+// adaptive, at most max_running_requests, else 256); rate_limits as given (absent: learned); the API key
 // from the variable named by api_key_env, read once here. Managed backends may omit `endpoint` (base_url is then
 // filled in by the server); num_gpus = tp_size for sglang/vllm, 0 otherwise.
 // Errors: kInvalidArgument when api_key_env names an unset variable, or backend openai has no endpoint.

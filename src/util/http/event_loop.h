@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "util/status.h"
@@ -41,6 +42,8 @@ struct HttpResponse {
   std::string body;
   std::string retry_after;  // the Retry-After header value, "" when absent
   std::string error;        // curl's message when transport != kOk (no URL, no headers)
+  // The rate-limit headers (x-ratelimit-*, anthropic-ratelimit-*), names lower-cased, values trimmed.
+  std::vector<std::pair<std::string, std::string>> rate_limit_headers;
 };
 
 using HttpCallback = std::function<void(HttpResponse)>;

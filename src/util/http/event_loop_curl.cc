@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -45,15 +46,28 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+std::string TrimmedValue(const char* data, size_t len) {
+  std::string v(data, len);
+  size_t b = v.find_first_not_of(" \t"), e = v.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : v.substr(b, e - b + 1);
+}
+
 size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   size_t len = size * n;
   if (StartsWithNoCase(data, len, "HTTP/")) {
     t->response.retry_after.clear();  // a new response (after a redirect or an interim 1xx)
+    t->response.rate_limit_headers.clear();
   } else if (StartsWithNoCase(data, len, "retry-after:")) {
-    std::string v(data + 12, len - 12);
-    size_t b = v.find_first_not_of(" \t"), e = v.find_last_not_of(" \t\r\n");
-    t->response.retry_after = b == std::string::npos ? "" : v.substr(b, e - b + 1);
+    t->response.retry_after = TrimmedValue(data + 12, len - 12);
+  } else if (StartsWithNoCase(data, len, "x-ratelimit-") || StartsWithNoCase(data, len, "anthropic-ratelimit-")) {
+    const char* colon = static_cast<const char*>(memchr(data, ':', len));
+    if (colon != nullptr) {
+      std::string name(data, static_cast<size_t>(colon - data));
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      size_t skip = static_cast<size_t>(colon - data) + 1;
+      t->response.rate_limit_headers.emplace_back(std::move(name), TrimmedValue(colon + 1, len - skip));
+    }
   }
   return len;
 }

@@ -1,0 +1,234 @@
+// End-to-end: llm configs against a hosted API that enforces rate limits (tests/support/fake_hosted_provider.py on
+// a free 127.0.0.1 port): with configured limits and with limits learned from the x-ratelimit-* headers, a run
+// makes at most 1 % of its requests into 429s and takes at most 1.15× the limit-bound minimum, measured by the
+// provider from its first accepted request to its last answer. The minimum is max(requests / RPM, tokens used /
+// TPM): the per-minute limits, without the provider's burst allowance.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "data/json.h"
+#include "e2e/batch_e2e_util.h"
+#include "e2e/e2e_util.h"
+
+namespace mmirage::testing {
+namespace {
+
+struct Hosted {
+  std::unique_ptr<Child> child;
+  int port = 0;
+};
+
+Hosted StartHosted(const TempDir& d, std::vector<std::string> flags) {
+  Hosted h;
+  h.port = *FindFreeLoopbackPort();
+  std::vector<std::string> argv = {PythonPath(),
+                                   std::string(MMIRAGE_SOURCE_DIR) + "/tests/support/fake_hosted_provider.py", "--port",
+                                   std::to_string(h.port)};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  h.child = Start(argv, d.Path("provider.out"));
+  EXPECT_NE(h.child, nullptr);
+  EXPECT_TRUE(WaitHealthy(h.port, 20)) << ReadFile(d.Path("provider.out"));
+  return h;
+}
+
+Value ProviderStats(int port) {
+  HttpRequest r;
+  r.method = "GET";
+  r.url = "http://127.0.0.1:" + std::to_string(port) + "/stats";
+  r.timeout_seconds = 5;
+  HttpResponse resp = HttpFetch(r);
+  auto v = ParseJson(resp.body);
+  EXPECT_TRUE(v.ok()) << resp.body;
+  return v.ok() ? *v : Value();
+}
+
+void WriteRows(const TempDir& d, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i)
+    s += "{\"id\":" + std::to_string(i) + ",\"text\":\"Fact number " + std::to_string(i) + " about the world\"}\n";
+  WriteFile(d.Path("data.jsonl"), s);
+}
+
+std::string HostedConfig(const TempDir& d, const std::string& endpoint) {
+  return "processors:\n"
+         "  - type: llm\n" +
+         endpoint +
+         "    default_sampling_params: {temperature: 0, max_new_tokens: 16}\n"
+         "loading_params:\n"
+         "  datasets: [{type: JSONL, path: data.jsonl, output_dir: out, output_format: jsonl}]\n"
+         "  state_dir: state\n"
+         "processing_params:\n"
+         "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
+         "  outputs: [{name: summary, type: llm, prompt: \"Summarise: {{ text }}\"}]\n"
+         "  remove_columns: true\n"
+         "  output_schema: {id: \"{{ id }}\", summary: \"{{ summary }}\"}\n";
+}
+
+// Runs `rows` rows; checks every row is written, the 429 share and the time against the limit-bound minimum.
+void RunAndCheck(const TempDir& d, const Hosted& h, int rows, double rpm, double tpm, const std::string& endpoint,
+                 const std::string& expect_log = "") {
+  WriteRows(d, rows);
+  WriteFile(d.Path("cfg.yaml"), HostedConfig(d, endpoint));
+  auto r = Mm("", "run --config cfg.yaml", d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadLines(d.Path("out/shard_0/data.jsonl")).size(), static_cast<size_t>(rows));
+  if (!expect_log.empty()) { EXPECT_NE(r.err.find(expect_log), std::string::npos) << r.err; }
+  Value st = ProviderStats(h.port);
+  ASSERT_TRUE(st.is_object());
+  int64_t ok = st.Find("ok")->as_int(), limited = st.Find("429")->as_int();
+  EXPECT_EQ(ok, rows);
+  EXPECT_LE(limited * 100, ok) << limited << " 429s for " << ok << " requests";
+  double span = st.Find("last_s")->as_number() - st.Find("first_s")->as_number();
+  double minimum = std::max(rows / rpm, st.Find("tokens")->as_number() / tpm) * 60;
+  EXPECT_LE(span, 1.15 * minimum) << "took " << span << " s; the limits allow " << minimum << " s";
+  std::cerr << "[ hosted ] " << rows << " rows in " << span << " s, limit-bound minimum " << minimum << " s, "
+            << limited << " 429s\n";
+}
+
+std::string Endpoint(int port, const std::string& extra) {
+  return "    backend: openai\n"
+         "    endpoint:\n"
+         "      base_url: \"http://127.0.0.1:" +
+         std::to_string(port) +
+         "/v1\"\n"
+         "      model: fake\n" +
+         extra;
+}
+
+TEST(HostedE2eTest, ConfiguredLimitsRunNearTheMinimumWithoutA429Storm) {
+  TempDir d;
+  Hosted h = StartHosted(d, {"--rpm", "40000", "--tpm", "100000000"});
+  RunAndCheck(d, h, 2000, 40000, 1e8,
+              Endpoint(h.port, "      max_concurrency: 64\n      rate_limits: {requests_per_minute: 40000}\n"));
+}
+
+// Cost: a configured price gives status.json's cost_usd and `mmirage stats`'s total.
+TEST(HostedE2eTest, CostFromConfiguredPricesIsInStatsAndMmirageStats) {
+  TempDir d;
+  Hosted h = StartHosted(d, {"--rpm", "60000", "--tpm", "100000000"});
+  WriteRows(d, 40);
+  WriteFile(d.Path("cfg.yaml"),
+            HostedConfig(d, Endpoint(h.port, "      pricing: {input_per_million: 2, output_per_million: 10}\n")));
+  auto r = Mm("", "run --config cfg.yaml", d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto st = ParseJson(ReadFile(d.Path("state/shard_0/status.json")));
+  ASSERT_TRUE(st.ok());
+  const Value* stats = st->Find("stats");
+  ASSERT_NE(stats, nullptr);
+  double in = static_cast<double>(stats->Find("input_tokens")->as_int());
+  double out = static_cast<double>(stats->Find("output_tokens")->as_int());
+  ASSERT_NE(stats->Find("cost_usd"), nullptr) << ToJson(*stats);
+  EXPECT_NEAR(stats->Find("cost_usd")->as_number(), (in * 2 + out * 10) / 1e6, 1e-6);
+  auto js = Mm("", "stats --config cfg.yaml", d.path());
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  auto agg = ParseJson(js.out);
+  ASSERT_TRUE(agg.ok()) << js.out;
+  EXPECT_NEAR(agg->Find("aggregate")->Find("total_cost_usd")->as_number(), (in * 2 + out * 10) / 1e6, 1e-6);
+  auto table = Mm("", "stats --config cfg.yaml --format table", d.path());
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("Cost (hosted API prices)"), std::string::npos) << table.out;
+}
+
+// `mmirage estimate` prices an online engine from the built-in table (no pricing given) and, redirected to another
+// OpenAI-compatible endpoint, still samples an Anthropic config.
+TEST(HostedE2eTest, EstimateShowsTheCostOfAHostedModel) {
+  TempDir d;
+  Hosted h = StartHosted(d, {"--rpm", "60000", "--tpm", "100000000"});
+  WriteRows(d, 30);
+  WriteFile(d.Path("cfg.yaml"), HostedConfig(d,
+                                             "    backend: anthropic\n"
+                                             "    endpoint: {base_url: \"https://api.anthropic.invalid/v1\", "
+                                             "model: claude-sonnet-4-5}\n"));
+  std::string via = "http://127.0.0.1:" + std::to_string(h.port) + "/v1";
+  auto e = Mm("", "estimate --config cfg.yaml --sample 5 --format json --generate-via " + via, d.path());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  auto v = ParseJson(e.out);
+  ASSERT_TRUE(v.ok()) << e.out;
+  const Value* cost = v->Find("cost_usd");
+  ASSERT_TRUE(cost != nullptr && cost->is_object()) << e.out;
+  EXPECT_GT(cost->Find("estimate")->as_number(), 0) << e.out;
+  EXPECT_GT(ProviderStats(h.port).Find("ok")->as_int(), 0);  // the sample ran on the redirected endpoint
+}
+
+// execution_params.max_cost_usd: each run stops starting rows before the budget, commits and exits non-zero saying
+// how far it got; running again continues, and the output ends identical to a run without a budget.
+TEST(HostedE2eTest, CostBudgetStopsResumablyAndResumesToIdenticalOutput) {
+  TempDir budget, clean;
+  Hosted h = StartHosted(budget, {"--rpm", "60000", "--tpm", "100000000"});
+  const std::string cfg =
+      HostedConfig(budget, Endpoint(h.port, "      pricing: {input_per_million: 1000, output_per_million: 1000}\n"));
+  WriteRows(budget, 60);
+  WriteRows(clean, 60);
+  WriteFile(budget.Path("cfg.yaml"), cfg + "execution_params: {max_cost_usd: 0.5}\n");
+  WriteFile(clean.Path("cfg.yaml"), cfg);
+  auto first = Mm("", "run --config cfg.yaml", budget.path());
+  EXPECT_NE(first.exit_code, 0);
+  EXPECT_NE(first.err.find("max_cost_usd (0.5) reached: $"), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("run again to continue (resumable)"), std::string::npos) << first.err;
+  int runs = 1;
+  for (int exit_code = first.exit_code; exit_code != 0 && runs < 10; ++runs)
+    exit_code = Mm("", "run --config cfg.yaml", budget.path()).exit_code;
+  EXPECT_GE(runs, 3) << "each run spends at most $0.5 of the ~$1.7 the 60 rows cost";
+  ASSERT_EQ(Mm("", "run --config cfg.yaml", clean.path()).exit_code, 0);
+  auto got = ReadLines(budget.Path("out/shard_0/data.jsonl"));
+  EXPECT_EQ(got.size(), 60u);
+  EXPECT_EQ(got, ReadLines(clean.Path("out/shard_0/data.jsonl")));
+}
+
+TEST(HostedE2eTest, UnknownLimitsAreLearnedFromTheHeaders) {
+  TempDir d;
+  Hosted h = StartHosted(d, {"--rpm", "100000", "--tpm", "600000"});
+  RunAndCheck(d, h, 1000, 100000, 600000, Endpoint(h.port, "      max_concurrency: auto\n"),
+              "rate limit 600000 tokens/minute (from headers)");
+}
+
+// Anthropic Messages, native: the key as x-api-key, limits learned from anthropic-ratelimit-* headers, 529
+// overloaded_error answers retried, a JSON output through the forced tool, the system prompt sent.
+TEST(HostedE2eTest, AnthropicMessagesWithOverloadAnswersAndAJsonTool) {
+  TempDir d;
+  Hosted h = StartHosted(d, {"--rpm", "30000", "--tpm", "10000000", "--overload-rate", "0.03", "--api-key", "k-123"});
+  WriteRows(d, 200);
+  std::string endpoint =
+      "    backend: anthropic\n"
+      "    endpoint:\n"
+      "      base_url: \"http://127.0.0.1:" +
+      std::to_string(h.port) +
+      "/v1\"\n"
+      "      model: claude-test\n"
+      "      api_key_env: TEST_ANTHROPIC_KEY\n"
+      "      system_prompt: Answer briefly.\n"
+      "      max_concurrency: auto\n"
+      "      max_retries: 8\n";
+  std::string cfg = HostedConfig(d, endpoint);
+  cfg = std::regex_replace(cfg, std::regex("  outputs: .*\n"),
+                           "  outputs:\n"
+                           "    - {name: summary, type: llm, prompt: \"Summarise: {{ text }}\"}\n"
+                           "    - name: judge\n"
+                           "      type: llm\n"
+                           "      output_type: JSON\n"
+                           "      output_schema: {score: {type: int, min: 0, max: 3}, relevant: bool}\n"
+                           "      prompt: \"Rate: {{ summary }}\"\n");
+  cfg = std::regex_replace(cfg, std::regex("summary: \"\\{\\{ summary \\}\\}\"\\}"),
+                           "summary: \"{{ summary }}\", judge: \"{{ judge }}\"}");
+  WriteFile(d.Path("cfg.yaml"), cfg);
+  auto r = Mm("TEST_ANTHROPIC_KEY=k-123", "run --config cfg.yaml", d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err << "\n" << cfg;
+  EXPECT_NE(r.err.find("rate limit 30000 requests/minute (from headers)"), std::string::npos) << r.err;
+  auto rows = ReadLines(d.Path("out/shard_0/data.jsonl"));
+  ASSERT_EQ(rows.size(), 200u);
+  auto v = ParseJson(rows[0]);
+  ASSERT_TRUE(v.ok()) << rows[0];
+  EXPECT_EQ(v->Find("summary")->as_string().rfind("Answer to: Summarise: Fact number", 0), 0u) << rows[0];
+  ASSERT_TRUE(v->Find("judge")->is_object()) << rows[0];
+  EXPECT_EQ(v->Find("judge")->Find("score")->as_int(), 1);
+  Value st = ProviderStats(h.port);
+  EXPECT_EQ(st.Find("ok")->as_int(), 400);
+  EXPECT_GT(st.Find("529")->as_int(), 0);
+  EXPECT_EQ(st.Find("other")->as_int(), 0);  // no 401 (key), no 400 (version, max_tokens)
+}
+
+}  // namespace
+}  // namespace mmirage::testing
