@@ -107,24 +107,6 @@ RowTransform DatasetTransform(Env* env, const config::Config& config, const Data
   return transform;
 }
 
-<<<<<<< HEAD
-}  // namespace
-
-StreamOptions StreamOptionsFor(const config::Config& config, int capacity) {
-  // The window bounds rows in flight; batch_size only widens it (it never synchronises).
-  StreamOptions so;
-  const size_t slots = static_cast<size_t>(std::max(1, capacity));
-  so.window = std::max<size_t>(static_cast<size_t>(config.loading.batch_size), 4 * slots);
-  so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
-  // Prefix order keeps a few more than the slots in flight, so that no slot idles while the scheduler wakes up.
-  so.prefix_order = config.processing.order == "prefix";
-  so.dispatch_limit = slots + std::max<size_t>(1, slots / 4);
-  return so;
-}
-
-namespace {
-
-=======
 // execution_params.max_cost_usd as StreamOptions::may_start_row: a row starts while the cost so far plus, for each
 // generation in flight and the new row, the mean cost of a finished generation stays within the budget. Until a
 // generation has finished (no mean yet) rows start one at a time. nullptr without a budget or a known price.
@@ -146,7 +128,22 @@ std::function<RowGate()> CostGate(const config::Config& config, const StreamTota
   };
 }
 
->>>>>>> i23-hosted
+}  // namespace
+
+StreamOptions StreamOptionsFor(const config::Config& config, int capacity) {
+  // The window bounds rows in flight; batch_size only widens it (it never synchronises).
+  StreamOptions so;
+  const size_t slots = static_cast<size_t>(std::max(1, capacity));
+  so.window = std::max<size_t>(static_cast<size_t>(config.loading.batch_size), 4 * slots);
+  so.flush_rows = std::max<size_t>(1, std::min<size_t>(so.window / 2, 64));
+  // Prefix order keeps a few more than the slots in flight, so that no slot idles while the scheduler wakes up.
+  so.prefix_order = config.processing.order == "prefix";
+  so.dispatch_limit = slots + std::max<size_t>(1, slots / 4);
+  return so;
+}
+
+namespace {
+
 // Runs the rows of `stream` through `transform` into `sink`: in parallel batches when no output calls a model
 // (generator null), else through the streaming scheduler. The one place that picks the scheduler and its options,
 // so the first pass and a redo of failed rows run alike. kUnavailable "interrupted" after a stop request.
