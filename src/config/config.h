@@ -41,12 +41,15 @@ struct EndpointConfig {
   double timeout_seconds = 600;            // per request
   int64_t max_retries = 5;                 // per request, on 429 / 5xx / connection errors / timeouts
   double down_timeout_seconds = 120;       // endpoint unreachable this long → the shard fails fast
+  std::vector<std::string> base_urls;      // several servers of one model: a fleet (engine/fleet.h); base_url = [0]
 };
 
 struct LlmProcessor {
   // Extension: which engine runs the model. llama = embedded llama.cpp (default); openai = an existing
   // OpenAI-compatible endpoint; sglang | vllm | llama-server = a server mmirage starts for the shard.
   std::string backend = "llama";
+  bool backend_set =
+      false;  // `backend:` written; when not, a Hub model id picks sglang/vllm (process/llm/engine_choice.h)
   std::optional<EndpointConfig> endpoint;
   std::vector<std::string> server_command;  // managed servers: the command, verbatim (else built from server_args)
   double server_startup_timeout_seconds = 900;
@@ -58,6 +61,11 @@ struct LlmProcessor {
   Value default_sampling_params = Value::EmptyObject();  // map string → any, passed to every generation
   std::string chat_template;                             // template name or file
   std::string mmproj_path;  // server_args.mmproj_path: vision projector GGUF, hf:// ref or "auto"
+  // server_args.replicas (managed servers): servers per shard, each on its own GPU slice; "auto" (replicas_auto):
+  // visible GPUs / tp_size. More than one: a fleet (engine/fleet.h). config/fleet.cc reads them.
+  int64_t replicas = 1;
+  bool replicas_auto = false;
+  int64_t max_restarts = 3;  // server_args.max_restarts: per replica of a fleet
 };
 
 struct BatchApiProcessor {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "config/fleet.h"
 #include "config/validate.h"
 #include "data/json.h"
 #include "config/yaml_reader.h"
@@ -37,7 +38,9 @@ void ReadEndpoint(MapReader& r, LlmProcessor* p) {
   }
   MapReader e(d, &r.vars(), en, r.section() + ".endpoint");
   EndpointConfig c;
-  if (!e.Has("base_url")) d->Error(en, r.section() + ".endpoint: missing required key 'base_url'");
+  if (!e.Has("base_url") && !e.Has("base_urls"))
+    d->Error(en, r.section() + ".endpoint: missing required key 'base_url' (or 'base_urls')");
+  ReadBaseUrls(e, r.section(), &c);
   if (e.String("base_url", &c.base_url) && c.base_url.rfind("http://", 0) != 0 && c.base_url.rfind("https://", 0) != 0)
     d->Error(e.LocOf("base_url"), r.section() + ".endpoint.base_url must start with http:// or https://");
   if (e.String("api_key_env", &c.api_key_env) && c.api_key_env.find_first_of(" $") != std::string::npos)
@@ -64,6 +67,7 @@ void ReadEndpoint(MapReader& r, LlmProcessor* p) {
 }
 
 void ReadLlm(MapReader& r, const VarLookup& vars, LlmProcessor* p) {
+  p->backend_set = r.Has("backend");
   r.Literal("backend", {"llama", "openai", "sglang", "vllm", "llama-server"}, &p->backend);
   ReadEndpoint(r, p);
   if (p->backend == "openai" && !p->endpoint)
@@ -95,6 +99,7 @@ void ReadLlm(MapReader& r, const VarLookup& vars, LlmProcessor* p) {
       s.Bool("disable_custom_all_reduce", &p->disable_custom_all_reduce);
       s.MapValue("extra_engine_args", &p->extra_engine_args);
       s.String("mmproj_path", &p->mmproj_path);  // extension: vision projector (image inputs)
+      ReadReplicas(s, p);
       s.Finish();
     }
   }

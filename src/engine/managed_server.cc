@@ -67,6 +67,7 @@ Result<std::unique_ptr<ManagedServer>> ManagedServer::Start(const ManagedServerO
   if (slash != std::string::npos && slash > 0) MMIRAGE_TRY(o.env->CreateDirs(o.log_path.substr(0, slash)));
   SubprocessOptions so;
   so.argv = o.argv;
+  so.env_overrides = o.env_overrides;
   so.stdout_path = o.log_path;
   so.stderr_path = "=stdout";
   so.new_process_group = true;

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/engine.h"
@@ -31,6 +32,7 @@ struct ManagedServerOptions {
   double stop_grace_seconds = 10;        // SIGTERM → SIGKILL
   double poll_interval_seconds = 0.2;    // health checks
   Env* env = nullptr;                    // directories, log reads, clock, sleeps; nullptr: Env::Default(). Borrowed.
+  std::vector<std::pair<std::string, std::string>> env_overrides;  // e.g. CUDA_VISIBLE_DEVICES of a fleet replica
 };
 
 class ManagedServer {

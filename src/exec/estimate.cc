@@ -246,7 +246,10 @@ Result<config::Config> SampleConfig(const config::Config& c, const std::string& 
         "can be redirected to one endpoint");
   }
   for (auto& p : s.processors) {
-    if (p.type == "llm" && p.llm.backend == "openai") p.llm.endpoint->base_url = generate_via;
+    if (p.type == "llm" && p.llm.backend == "openai") {
+      p.llm.endpoint->base_url = generate_via;
+      p.llm.endpoint->base_urls.clear();  // one endpoint, not the fleet
+    }
   }
   if (has_batch) {
     const config::Processor* b = c.FindProcessor("batch_api");

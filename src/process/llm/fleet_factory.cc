@@ -1,0 +1,112 @@
+#include "process/llm/fleet_factory.h"
+
+#include <algorithm>
+
+#include "util/log.h"
+#include "util/process/subprocess.h"
+
+namespace mmirage::process::llm {
+
+std::vector<std::string> VisibleGpus(const config::VarLookup& vars) {
+  config::VarLookup lookup = vars ? vars : config::ProcessVarLookup();
+  std::vector<std::string> gpus;
+  if (std::optional<std::string> cvd = lookup("CUDA_VISIBLE_DEVICES")) {
+    size_t at = 0;
+    while (at <= cvd->size()) {
+      size_t comma = cvd->find(',', at);
+      if (comma == std::string::npos) comma = cvd->size();
+      std::string id = cvd->substr(at, comma - at);
+      if (!id.empty()) gpus.push_back(id);
+      at = comma + 1;
+    }
+    return gpus;
+  }
+  auto smi = RunCommandCapture({"nvidia-smi", "-L"}, 30);
+  if (!smi.ok() || smi->exit_code != 0) return gpus;
+  int n = 0;
+  for (size_t at = 0; at < smi->out.size(); ++at)
+    if (smi->out.compare(at, 4, "GPU ") == 0 && (at == 0 || smi->out[at - 1] == '\n')) gpus.push_back(std::to_string(n++));
+  return gpus;
+}
+
+Result<std::vector<std::string>> ReplicaGpuSlices(const config::Processor& p, const std::vector<std::string>& gpus) {
+  const config::LlmProcessor& llm = p.llm;
+  size_t tp = static_cast<size_t>(std::max(1, llm.tp_size));
+  size_t n = llm.replicas_auto ? std::max<size_t>(1, gpus.size() / tp) : static_cast<size_t>(llm.replicas);
+  if (gpus.empty()) return std::vector<std::string>(n, "");
+  if (n * tp > gpus.size()) {
+    return Status::InvalidArgument(p.loc.ToString() + ": server_args.replicas " + std::to_string(n) + " × tp_size " +
+                                   std::to_string(tp) + " needs " + std::to_string(n * tp) + " GPUs, " +
+                                   std::to_string(gpus.size()) + " visible");
+  }
+  std::vector<std::string> slices;
+  for (size_t i = 0; i < n; ++i) {
+    std::string s;
+    for (size_t g = i * tp; g < (i + 1) * tp; ++g) s += (s.empty() ? "" : ",") + gpus[g];
+    slices.push_back(s);
+  }
+  return slices;
+}
+
+engine::OpenAiEngineOptions ReplicaEngineOptions(engine::OpenAiEngineOptions o) {
+  o.max_retries = std::min(o.max_retries, 1);
+  o.down_timeout_seconds = std::min(o.down_timeout_seconds, 10.0);
+  o.backoff_max_seconds = std::min(o.backoff_max_seconds, 2.0);
+  return o;
+}
+
+engine::FleetOptions FleetOptionsFor(const config::Processor& p) {
+  engine::FleetOptions f;
+  f.max_restarts = static_cast<int>(p.llm.max_restarts);
+  int64_t retries = p.llm.endpoint ? p.llm.endpoint->max_retries : 5;
+  f.max_attempts = static_cast<int>(std::clamp<int64_t>(retries, 1, 100));
+  return f;
+}
+
+Result<std::unique_ptr<engine::Engine>> CreateUrlFleet(const config::Processor& p,
+                                                       const engine::OpenAiEngineOptions& base) {
+  std::vector<engine::FleetReplica> replicas;
+  for (const auto& url : p.llm.endpoint->base_urls) {
+    engine::OpenAiEngineOptions o = ReplicaEngineOptions(base);
+    o.base_url = url;
+    auto e = engine::CreateOpenAiEngine(o);
+    if (!e.ok()) return e.status().WithContext(p.loc.ToString() + ": endpoint " + url);
+    engine::FleetReplica r;
+    r.name = url;
+    r.engine = std::move(*e);
+    r.restart = [o] { return engine::CreateOpenAiEngine(o); };
+    replicas.push_back(std::move(r));
+  }
+  auto fleet = engine::CreateFleetEngine(std::move(replicas), FleetOptionsFor(p));
+  if (!fleet.ok()) return fleet.status();
+  return std::unique_ptr<engine::Engine>(std::move(*fleet));
+}
+
+Result<std::unique_ptr<engine::Engine>> CreateManagedFleet(const config::Processor& p,
+                                                           const std::vector<std::string>& slices,
+                                                           const ReplicaLauncher& launch) {
+  std::vector<engine::FleetReplica> replicas;
+  Status first_error;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    int index = static_cast<int>(i);
+    std::string gpus = slices[i];
+    auto e = launch(index, gpus);
+    if (!e.ok()) {
+      LOG_WARN("replica " << i << " of " << slices.size() << " did not start: " << e.status().message());
+      if (first_error.ok()) first_error = e.status();
+      continue;
+    }
+    engine::FleetReplica r;
+    r.name = "replica " + std::to_string(i) + (gpus.empty() ? "" : " (GPUs " + gpus + ")");
+    r.engine = std::move(*e);
+    r.restart = [launch, index, gpus] { return launch(index, gpus); };
+    replicas.push_back(std::move(r));
+  }
+  if (replicas.empty()) return first_error;
+  LOG_INFO("fleet of " << replicas.size() << " " << p.llm.backend << " replica(s)");
+  auto fleet = engine::CreateFleetEngine(std::move(replicas), FleetOptionsFor(p));
+  if (!fleet.ok()) return fleet.status();
+  return std::unique_ptr<engine::Engine>(std::move(*fleet));
+}
+
+}  // namespace mmirage::process::llm

@@ -1,0 +1,45 @@
+// Fleets from the config (engine/fleet.h): `endpoint.base_urls` (existing servers) and `server_args.replicas`
+// (managed servers, each pinned to its own CUDA_VISIBLE_DEVICES slice). The mappings are pure functions besides
+// VisibleGpus (the environment, or `nvidia-smi -L`). Thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "engine/fleet.h"
+#include "engine/openai_engine.h"
+
+namespace mmirage::process::llm {
+
+// GPU ids this process may use: CUDA_VISIBLE_DEVICES's entries when set (empty when set to ""), else one per line
+// of `nvidia-smi -L` ("0".."n-1"), else none.
+std::vector<std::string> VisibleGpus(const config::VarLookup& vars);
+
+// One CUDA_VISIBLE_DEVICES value per managed replica: replicas (or, with "auto", visible GPUs / tp_size, at least
+// 1), each the next tp_size GPUs; "" for every replica when no GPU is visible (not pinned).
+// Errors: kInvalidArgument, located, when replicas × tp_size exceeds the visible GPUs.
+Result<std::vector<std::string>> ReplicaGpuSlices(const config::Processor& processor,
+                                                  const std::vector<std::string>& gpus);
+
+// A replica's own engine gives up early (one retry, down after 10 s): the fleet moves the request elsewhere.
+engine::OpenAiEngineOptions ReplicaEngineOptions(engine::OpenAiEngineOptions options);
+// max_restarts from server_args, max_attempts from endpoint.max_retries (at least 1).
+engine::FleetOptions FleetOptionsFor(const config::Processor& processor);
+
+// A fleet over endpoint.base_urls, one OpenAI engine each (`base`, with the URL); a replica taken out is
+// re-admitted (a fresh engine) after the fleet's backoff. Errors: those of CreateOpenAiEngine / CreateFleetEngine.
+Result<std::unique_ptr<engine::Engine>> CreateUrlFleet(const config::Processor& processor,
+                                                       const engine::OpenAiEngineOptions& base);
+
+// Starts one managed replica (index, CUDA_VISIBLE_DEVICES value or "") and its engine; called again to restart it.
+using ReplicaLauncher = std::function<Result<std::unique_ptr<engine::Engine>>(int index, const std::string& gpus)>;
+// A fleet of slices.size() managed replicas, started one after the other by `launch`; replicas that fail to start
+// are left out (logged) while at least one starts. Errors: the first start error when none starts.
+Result<std::unique_ptr<engine::Engine>> CreateManagedFleet(const config::Processor& processor,
+                                                           const std::vector<std::string>& slices,
+                                                           const ReplicaLauncher& launch);
+
+}  // namespace mmirage::process::llm
