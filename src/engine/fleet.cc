@@ -49,9 +49,9 @@ class Fleet : public FleetEngine {
   struct Pending {
     Request request;
     CompletionCallback done;
-    int replica = -1;       // where it is in flight; -1: waiting for a replica
-    uint64_t attempt = 0;   // the answer of this attempt only is taken
-    int attempts = 0;       // replicas it was sent to
+    int replica = -1;      // where it is in flight; -1: waiting for a replica
+    uint64_t attempt = 0;  // the answer of this attempt only is taken
+    int attempts = 0;      // replicas it was sent to
     std::vector<int> tried;
     Status last_error;
   };
@@ -69,7 +69,7 @@ class Fleet : public FleetEngine {
 
   void OnDone(uint64_t id, uint64_t attempt, int replica, Completion c);
   void Run(Actions* actions);
-  void Dispatch(uint64_t id, Actions* out);              // REQUIRES: mu_
+  void Dispatch(uint64_t id, Actions* out);               // REQUIRES: mu_
   void Deliver(uint64_t id, Completion c, Actions* out);  // REQUIRES: mu_
   void TakeOut(int replica, Actions* out);                // REQUIRES: mu_
   void FailWaitingIfNoneLeft(Actions* out);               // REQUIRES: mu_
@@ -164,8 +164,7 @@ int Fleet::Pick(const Pending& p) const {
     if (!r.engine) continue;
     bool tried = std::find(p.tried.begin(), p.tried.end(), i) != p.tried.end();
     // Untried replicas first (a request that failed somewhere goes elsewhere), then the least outstanding.
-    if (best < 0 || (best_tried && !tried) ||
-        (tried == best_tried && r.outstanding < reps_[best].outstanding)) {
+    if (best < 0 || (best_tried && !tried) || (tried == best_tried && r.outstanding < reps_[best].outstanding)) {
       best = i;
       best_tried = tried;
     }

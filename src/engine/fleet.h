@@ -13,7 +13,8 @@
 //
 // Thread-safety: as engine.h. Callbacks run on the replica engines' threads (or, when none is left, on the thread
 // that found it). Restarts run on tasks handed to options.run_async (default: one long-lived worker thread, so
-// a server a restart starts is not tied to a short-lived thread; joined at Shutdown). Ownership: the fleet owns its replica engines.
+// a server a restart starts is not tied to a short-lived thread; joined at Shutdown). Ownership: the fleet owns its
+// replica engines.
 #pragma once
 
 #include <cstdint>

@@ -270,6 +270,16 @@ int OutputGenerator::NumGpus() const {
   return n;
 }
 
+std::vector<engine::ReplicaStats> OutputGenerator::ReplicaStats() const {
+  std::vector<engine::ReplicaStats> out;
+  for (const auto& [_, e] : engines_) {
+    if (const auto* fleet = dynamic_cast<const engine::FleetEngine*>(e.get())) {
+      for (auto& r : fleet->Stats()) out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
 engine::EngineCounters OutputGenerator::Counters() const {
   engine::EngineCounters sum;
   for (const auto& [_, e] : engines_) {

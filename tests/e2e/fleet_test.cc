@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "data/json.h"
 #include "e2e/e2e_util.h"
 #include "util/http/event_loop.h"
 #include "util/net.h"
@@ -47,8 +48,9 @@ std::unique_ptr<Server> StartServer(const std::string& log) {
   auto s = std::make_unique<Server>();
   s->port = *FindFreeLoopbackPort();
   SubprocessOptions o;
-  o.argv = {LlamaServer(), "-m",  SharedTinyModel(), "--host",    "127.0.0.1", "--port", std::to_string(s->port),
-            "-np",         "2",   "-c",              "1024",      "--threads", "1"};
+  o.argv = {
+      LlamaServer(), "-m",   SharedTinyModel(), "--host", "127.0.0.1", "--port", std::to_string(s->port), "-np", "2",
+      "-c",          "1024", "--threads",       "1"};
   o.stdout_path = log;
   o.stderr_path = "=stdout";
   o.new_process_group = true;
@@ -65,8 +67,8 @@ std::string Config(const TempDir& d, const std::string& out, const std::string& 
          "    default_sampling_params: {temperature: 0, max_new_tokens: 12}\n"
          "loading_params:\n"
          "  datasets: [{type: JSONL, path: " +
-         d.Path("data.jsonl") + ", output_dir: " + d.Path(out) + ", output_format: jsonl}]\n  state_dir: " +
-         d.Path(out + "_state") +
+         d.Path("data.jsonl") + ", output_dir: " + d.Path(out) +
+         ", output_format: jsonl}]\n  state_dir: " + d.Path(out + "_state") +
          "\nprocessing_params:\n"
          "  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
          "  outputs: [{name: summary, type: llm, prompt: \"Summarise: {{ text }}\"}]\n"
@@ -129,8 +131,18 @@ TEST_F(FleetE2eTest, AReplicaKilledMidRunChangesNothingInTheOutput) {
   EXPECT_EQ(ReadLines(d_.Path("killed/shard_0/data.jsonl")), rows);
   EXPECT_EQ(ErrorIds(d_.Path("killed/shard_0/errors.jsonl")), ErrorIds(d_.Path("clean/shard_0/errors.jsonl")));
   EXPECT_EQ(rows.size() + ErrorIds(d_.Path("clean/shard_0/errors.jsonl")).size(), 36u);
-  std::cerr << rows.size() << " rows answered; fault-free " << std::chrono::duration<double>(clean_wall).count() << " s, one replica killed "
-            << std::chrono::duration<double>(killed_wall).count() << " s\n";
+  // status.json: the fleet's replicas and the output tokens each generated, which add up to the shard's.
+  auto st = ParseJson(ReadFile(d_.Path("killed_state/shard_0/status.json")));
+  ASSERT_TRUE(st.ok());
+  const Value& stats = *st->Find("stats");
+  EXPECT_EQ(stats.Find("replicas")->as_int(), 3);
+  ASSERT_TRUE(stats.Find("replica_output_tokens")->is_array());
+  int64_t sum = 0;
+  for (const auto& t : stats.Find("replica_output_tokens")->as_array()) sum += t.as_int();
+  EXPECT_EQ(sum, stats.Find("output_tokens")->as_int());
+  EXPECT_TRUE(stats.Find("replica_restarts")->is_int());
+  std::cerr << rows.size() << " rows answered; fault-free " << std::chrono::duration<double>(clean_wall).count()
+            << " s, one replica killed " << std::chrono::duration<double>(killed_wall).count() << " s\n";
 }
 
 TEST_F(FleetE2eTest, ManagedReplicasEachGetTheirOwnServer) {

@@ -31,8 +31,8 @@ std::string Config(const TempDir& d) {
          "    default_sampling_params: {temperature: 0, max_new_tokens: 8}\n"
          "loading_params:\n"
          "  datasets: [{type: JSONL, path: " +
-         d.Path("data.jsonl") + ", output_dir: " + d.Path("out") + ", output_format: jsonl}]\n  state_dir: " +
-         d.Path("state") +
+         d.Path("data.jsonl") + ", output_dir: " + d.Path("out") +
+         ", output_format: jsonl}]\n  state_dir: " + d.Path("state") +
          "\nprocessing_params:\n"
          "  inputs: [{name: text, key: text}]\n"
          "  outputs: [{name: summary, type: llm, prompt: \"Summarise: {{ text }}\"}]\n"
@@ -66,7 +66,8 @@ class HubModelTest : public ::testing::Test {
 };
 
 TEST_F(HubModelTest, PythonWithSglangRunsAManagedSglangServer) {
-  std::string env = "MMIRAGE_PYTHON='" + PythonPath() + "' PYTHONPATH='" + kSupport + "/fake_sglang' PATH=/usr/bin:/bin";
+  std::string env =
+      "MMIRAGE_PYTHON='" + PythonPath() + "' PYTHONPATH='" + kSupport + "/fake_sglang' PATH=/usr/bin:/bin";
   // The original's own config validates unchanged and says which engine it will use.
   auto v = Mmirage(env, "validate --config '" + kFixtures + "/configs/config_mock.yaml'");
   ASSERT_EQ(v.exit_code, 0) << v.err;

@@ -25,7 +25,8 @@ std::vector<std::string> VisibleGpus(const config::VarLookup& vars) {
   if (!smi.ok() || smi->exit_code != 0) return gpus;
   int n = 0;
   for (size_t at = 0; at < smi->out.size(); ++at)
-    if (smi->out.compare(at, 4, "GPU ") == 0 && (at == 0 || smi->out[at - 1] == '\n')) gpus.push_back(std::to_string(n++));
+    if (smi->out.compare(at, 4, "GPU ") == 0 && (at == 0 || smi->out[at - 1] == '\n'))
+      gpus.push_back(std::to_string(n++));
   return gpus;
 }
 

@@ -253,9 +253,7 @@ TEST_F(FleetTest, ShutdownAnswersEveryPendingRequestOnce) {
   EXPECT_EQ(answers["a"], 1);
 }
 
-TEST(FleetCreateTest, RejectsAnEmptyFleet) {
-  EXPECT_FALSE(CreateFleetEngine({}, {}).ok());
-}
+TEST(FleetCreateTest, RejectsAnEmptyFleet) { EXPECT_FALSE(CreateFleetEngine({}, {}).ok()); }
 
 }  // namespace
 }  // namespace mmirage::engine
