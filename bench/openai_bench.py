@@ -72,11 +72,13 @@ def wait_healthy(port, proc, seconds=120):
 
 
 def raw_client(port, prompts, conc, max_new):
-    """Returns (completion tokens, failed requests, seconds)."""
+    """`conc` threads per port (one port or a list of them) over one shared prompt list.
+    Returns (completion tokens, failed requests, seconds, answered requests)."""
     lock = threading.Lock()
-    state = {"next": 0, "tokens": 0, "failed": 0}
+    state = {"next": 0, "tokens": 0, "failed": 0, "ok": 0}
+    ports = port if isinstance(port, list) else [port]
 
-    def worker():
+    def worker(port):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
         while True:
             with lock:
@@ -93,16 +95,17 @@ def raw_client(port, prompts, conc, max_new):
             with lock:
                 if resp.status == 200:
                     state["tokens"] += json.loads(data)["usage"]["completion_tokens"]
+                    state["ok"] += 1
                 else:
                     state["failed"] += 1
 
     t0 = time.perf_counter()
-    threads = [threading.Thread(target=worker) for _ in range(conc)]
+    threads = [threading.Thread(target=worker, args=(p,)) for p in ports for _ in range(conc)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return state["tokens"], state["failed"], time.perf_counter() - t0
+    return state["tokens"], state["failed"], time.perf_counter() - t0, state["ok"]
 
 
 def mmirage_run(mmirage, tmp, n, port, data, rows, conc, max_new):
@@ -160,7 +163,7 @@ def main():
         raw_client(port, prompts[: args.concurrency * 2], args.concurrency, args.max_new)  # warm-up
         best_raw = best_mm = 0.0
         for n in range(args.repeats):
-            tok, failed, secs = raw_client(port, prompts, args.concurrency, args.max_new)
+            tok, failed, secs, _ = raw_client(port, prompts, args.concurrency, args.max_new)
             best_raw = max(best_raw, tok / secs)
             print(f"raw     run {n}: {tok} tokens in {secs:.2f} s = {tok / secs:8.1f} tok/s ({failed} failed)")
             tok, failed, secs = mmirage_run(mmirage, tmp, n, port, data, args.rows, args.concurrency, args.max_new)

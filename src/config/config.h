@@ -257,7 +257,8 @@ struct ExecutionParams {
   std::string time_limit = "11:59:59";
   int64_t max_failed_rows = 0;  // extension: rows allowed in errors.jsonl before the shard fails
   // Extensions: local execution and resume.
-  int64_t local_workers = 1;  // shard processes run at once by `run` in local mode
+  int64_t local_workers = 1;    // shard processes run at once by `run` in local mode
+  int64_t gpus_per_worker = 0;  // local mode: each worker its own GPUs (CUDA_VISIBLE_DEVICES slice); 0: all visible
   // The writer commits durably every N rows (default: 256 rows with model outputs, 1,000,000 without or with only
   // custom outputs — such rows are cheap to redo and an fsync per 256 of them would dominate) ...
   std::optional<int64_t> commit_every_rows;

@@ -30,4 +30,9 @@ void ReadReplicas(MapReader& s, LlmProcessor* out) {
     s.diag()->Error(s.LocOf("max_restarts"), s.section() + ".max_restarts must be >= 0");
 }
 
+void ReadGpusPerWorker(MapReader& r, ExecutionParams* out) {
+  if (r.Int("gpus_per_worker", &out->gpus_per_worker) && out->gpus_per_worker < 0)
+    r.diag()->Error(r.LocOf("gpus_per_worker"), "gpus_per_worker must be >= 0");
+}
+
 }  // namespace mmirage::config

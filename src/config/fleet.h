@@ -14,5 +14,7 @@ namespace mmirage::config {
 
 void ReadBaseUrls(MapReader& endpoint, const std::string& section, EndpointConfig* out);
 void ReadReplicas(MapReader& server_args, LlmProcessor* out);
+//   execution_params.gpus_per_worker: G   (local mode) each worker process pinned to its own G GPUs
+void ReadGpusPerWorker(MapReader& execution_params, ExecutionParams* out);
 
 }  // namespace mmirage::config

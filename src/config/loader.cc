@@ -515,6 +515,7 @@ void ReadExecution(Diag* d, const VarLookup& vars, const YAML::Node& node, Execu
     d->Error(r.LocOf("max_failed_rows"), "max_failed_rows must be >= 0");
   if (r.Int("local_workers", &e->local_workers) && e->local_workers < 1)
     d->Error(r.LocOf("local_workers"), "local_workers must be >= 1");
+  ReadGpusPerWorker(r, e);
   if (r.OptInt("commit_every_rows", &e->commit_every_rows) && e->commit_every_rows && *e->commit_every_rows < 1)
     d->Error(r.LocOf("commit_every_rows"), "commit_every_rows must be >= 1");
   if (r.Double("commit_interval_seconds", &e->commit_interval_seconds) && e->commit_interval_seconds <= 0)

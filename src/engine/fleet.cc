@@ -20,6 +20,8 @@ Completion ErrorCompletion(Status s) {
   return c;
 }
 
+constexpr int kNoBlame = -2;
+
 bool Retryable(const Completion& c) {
   return c.finish == FinishReason::kError && c.error.code() != Status::Code::kInvalidArgument;
 }
@@ -54,6 +56,12 @@ class Fleet : public FleetEngine {
     int attempts = 0;      // replicas it was sent to
     std::vector<int> tried;
     Status last_error;
+    // The replica its last counted failure was counted against, and that failure's message; kNoBlame once it
+    // failed the same way on a second replica (then the request, not the replicas, is at fault: that count is
+    // taken back, and the same failure is not counted again). A different failure (a dead server's refused
+    // connection after an HTTP 500 elsewhere) is counted.
+    int blamed = -1;
+    std::string blamed_error;
   };
   // Work decided under the lock and done after it: a send, an answer, or a restart task.
   struct Action {
@@ -234,8 +242,19 @@ void Fleet::OnDone(uint64_t id, uint64_t attempt, int replica, Completion c) {
       Deliver(id, std::move(c), &actions);
     } else {
       ++r.stats.failures;
-      it->second.last_error = c.error;
-      if (r.engine && ++r.consecutive_failures >= opt_.fail_threshold) TakeOut(replica, &actions);
+      LOG_DEBUG("fleet: " << r.name << " failed a request: " << c.error.message());
+      Pending& p = it->second;
+      p.last_error = c.error;
+      bool same = p.blamed != -1 && c.error.message() == p.blamed_error;
+      if (same && p.blamed >= 0 && p.blamed != replica) {
+        Replica& first = reps_[p.blamed];
+        if (first.consecutive_failures > 0) --first.consecutive_failures;
+        p.blamed = kNoBlame;
+      } else if (!same) {
+        p.blamed = replica;
+        p.blamed_error = c.error.message();
+        if (r.engine && ++r.consecutive_failures >= opt_.fail_threshold) TakeOut(replica, &actions);
+      }
       if (it->second.attempts >= opt_.max_attempts) {
         Deliver(id, std::move(c), &actions);
       } else {

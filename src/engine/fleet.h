@@ -5,7 +5,8 @@
 //
 // Failover: a request failing with a retryable error (any code but kInvalidArgument) is re-issued at once to
 // another healthy replica (at most max_attempts replicas per request, then the error is the answer). A replica
-// with fail_threshold consecutive retryable failures is taken out: every request in flight on it is re-issued to
+// with fail_threshold consecutive retryable failures is taken out (a request that fails the same way on two
+// replicas is at fault itself: that failure counts against neither): every request in flight on it is re-issued to
 // the others at once, and, when it has a restart function, it is restarted after a backoff (restart_backoff_seconds
 // doubled per restart, at most max_restarts times); a restarted replica takes requests again. While no replica is
 // healthy but one is restarting, requests wait; when none is left, every waiting request fails (kUnavailable).

@@ -74,7 +74,7 @@ std::string Config(const TempDir& d, const std::string& out, const std::string& 
          "  outputs: [{name: summary, type: llm, prompt: \"Summarise: {{ text }}\"}]\n"
          "  output_schema: {id: \"{{ id }}\", summary: \"{{ summary }}\"}\n"
          "  remove_columns: true\n"
-         "execution_params: {max_failed_rows: 1000}\n";
+         "execution_params: {max_failed_rows: 1000, cache: \"off\"}\n";
 }
 
 // The ids of the rows in `errors.jsonl` (their messages may name the replica that answered last).
@@ -115,7 +115,7 @@ TEST_F(FleetE2eTest, AReplicaKilledMidRunChangesNothingInTheOutput) {
 
   int port1 = servers[1]->port;
   std::thread killer([&] {
-    std::this_thread::sleep_for(clean_wall / 3);
+    std::this_thread::sleep_for(clean_wall / 4);
     servers[1]->Kill();
   });
   t0 = std::chrono::steady_clock::now();
@@ -156,6 +156,36 @@ TEST_F(FleetE2eTest, ManagedReplicasEachGetTheirOwnServer) {
             6u);
   for (const char* log : {"server_0.log", "server_1.log"})
     EXPECT_NE(ReadFile(d_.Path(std::string("out_state/shard_0/") + log)).find("listening"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace mmirage::testing
+
+namespace mmirage::testing {
+namespace {
+
+// execution_params.gpus_per_worker: each local worker process sees only its own GPU slice.
+TEST(GpusPerWorkerTest, EachLocalWorkerSeesItsOwnGpus) {
+  TempDir d;
+  WriteFile(d.Path("data.jsonl"), MakeRows(4));
+  WriteFile(d.Path("fn.py"), "import os\n\ndef f(row):\n    return os.environ.get('CUDA_VISIBLE_DEVICES', '')\n");
+  WriteFile(d.Path("c.yaml"),
+            "processors:\n  - type: custom\n    script_path: " + d.Path("fn.py") +
+                "\n    function_name: f\n"
+                "loading_params:\n  state_dir: " +
+                d.Path("state") + "\n  num_shards: 2\n  datasets: [{type: JSONL, path: " + d.Path("data.jsonl") +
+                ", output_dir: " + d.Path("out") +
+                ", output_format: jsonl}]\n"
+                "processing_params:\n  inputs: [{name: id, key: id}]\n  outputs: [{name: gpus, type: custom}]\n"
+                "  remove_columns: true\n  output_schema: {id: \"{{ id }}\", gpus: \"{{ gpus }}\"}\n"
+                "execution_params: {mode: local, retry: true, local_workers: 2, gpus_per_worker: 2}\n");
+  auto r =
+      RunCommand("CUDA_VISIBLE_DEVICES=3,5,6,7 '" + std::string(MMIRAGE_BINARY) + "' run -q --config c.yaml", d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string s0 = ReadFile(d.Path("out/shard_0/data.jsonl")), s1 = ReadFile(d.Path("out/shard_1/data.jsonl"));
+  bool a = s0.find("\"gpus\":\"3,5\"") != std::string::npos && s1.find("\"gpus\":\"6,7\"") != std::string::npos;
+  bool b = s0.find("\"gpus\":\"6,7\"") != std::string::npos && s1.find("\"gpus\":\"3,5\"") != std::string::npos;
+  EXPECT_TRUE(a || b) << s0 << s1;
 }
 
 }  // namespace

@@ -40,10 +40,16 @@ Result<std::vector<std::string>> ReplicaGpuSlices(const config::Processor& p, co
                                    std::to_string(tp) + " needs " + std::to_string(n * tp) + " GPUs, " +
                                    std::to_string(gpus.size()) + " visible");
   }
+  std::vector<std::string> slices = GpuSlices(gpus, tp);
+  slices.resize(n);
+  return slices;
+}
+
+std::vector<std::string> GpuSlices(const std::vector<std::string>& gpus, size_t per_slice) {
   std::vector<std::string> slices;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; (i + 1) * per_slice <= gpus.size(); ++i) {
     std::string s;
-    for (size_t g = i * tp; g < (i + 1) * tp; ++g) s += (s.empty() ? "" : ",") + gpus[g];
+    for (size_t g = i * per_slice; g < (i + 1) * per_slice; ++g) s += (s.empty() ? "" : ",") + gpus[g];
     slices.push_back(s);
   }
   return slices;

@@ -18,6 +18,10 @@ namespace mmirage::process::llm {
 // of `nvidia-smi -L` ("0".."n-1"), else none.
 std::vector<std::string> VisibleGpus(const config::VarLookup& vars);
 
+// `gpus` cut into consecutive slices of per_slice ids, each a CUDA_VISIBLE_DEVICES value ("0,1"); a remainder
+// shorter than per_slice is left out. REQUIRES: per_slice >= 1.
+std::vector<std::string> GpuSlices(const std::vector<std::string>& gpus, size_t per_slice);
+
 // One CUDA_VISIBLE_DEVICES value per managed replica: replicas (or, with "auto", visible GPUs / tp_size, at least
 // 1), each the next tp_size GPUs; "" for every replica when no GPU is visible (not pinned).
 // Errors: kInvalidArgument, located, when replicas × tp_size exceeds the visible GPUs.

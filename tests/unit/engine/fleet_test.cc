@@ -141,6 +141,39 @@ TEST_F(FleetTest, AFailedRequestGoesToAnotherReplicaAtOnce) {
   EXPECT_TRUE(fleet->Stats()[0].healthy);  // one failure does not take it out
 }
 
+TEST_F(FleetTest, ARequestFailingOnTwoReplicasCountsAgainstNeither) {
+  FleetOptions o;
+  o.fail_threshold = 2;
+  Make(2, o);
+  Send("x");                                                  // → r0
+  engines[0]->AnswerOldest(Status::Unavailable("HTTP 500"));  // r0: 1 failure; x → r1
+  engines[1]->AnswerOldest(Status::Unavailable("HTTP 500"));  // the same: the request is at fault, r0 back to 0
+  Send("y");
+  Send("z");
+  ASSERT_EQ(engines[0]->held.size() + engines[1]->held.size(), 3u);  // x again, y, z
+  while (!engines[0]->held.empty()) engines[0]->AnswerOldest(Status::Unavailable("HTTP 500"));
+  auto stats = fleet->Stats();
+  EXPECT_TRUE(stats[0].healthy) << "one failure of its own, one taken back";
+  EXPECT_TRUE(stats[1].healthy);
+  EXPECT_EQ(stats[0].failures + stats[1].failures, 2 + 2);
+}
+
+TEST_F(FleetTest, ADeadReplicaIsBlamedEvenForRequestsThatFailedElsewhereBefore) {
+  FleetOptions o;
+  o.fail_threshold = 2;
+  o.max_attempts = 5;
+  Make(3, o);
+  Send("x");                                                  // → r0
+  engines[0]->AnswerOldest(Status::Unavailable("HTTP 500"));  // → r1
+  engines[1]->AnswerOldest(Status::Unavailable("refused r1"));
+  Send("y");  // → r0 (x is on r2)
+  Send("z");  // → r1, the least loaded
+  ASSERT_EQ(engines[1]->held.size(), 1u);
+  engines[1]->AnswerOldest(Status::Unavailable("refused r1"));
+  EXPECT_FALSE(fleet->Stats()[1].healthy);
+  EXPECT_TRUE(fleet->Stats()[0].healthy);
+}
+
 TEST_F(FleetTest, InvalidRequestsAreAnsweredNotRetried) {
   Make(2);
   Send("bad");
