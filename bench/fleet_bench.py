@@ -24,27 +24,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import openai_bench  # noqa: E402
 from openai_bench import ROOT, free_port, raw_client, wait_healthy  # noqa: E402
 
-CONFIG = """processors:
-  - type: llm
-    backend: openai
-    endpoint: {{base_urls: [{urls}], model: bench, max_concurrency: {conc}, max_retries: 0}}
-    default_sampling_params: {{temperature: 0, max_new_tokens: {max_new}, ignore_eos: true}}
-loading_params:
-  datasets: [{{type: JSONL, path: {data}, output_dir: {out}, output_format: jsonl}}]
-  state_dir: {state}
-processing_params:
-  inputs: [{{name: text, key: text}}]
-  outputs:
-    - name: answer
-      type: llm
-      generation_retries: 0
-      prompt: "{{{{ text }}}}"
-  remove_columns: true
-  output_schema: {{answer: "{{{{ answer }}}}"}}
-execution_params: {{max_failed_rows: {rows}}}
-"""
+# openai_bench's config with the replicas' URLs instead of one, and JSONL output (rows are counted from it).
+CONFIG = openai_bench.CONFIG.replace('base_url: "http://127.0.0.1:{port}/v1"', "base_urls: [{urls}]").replace(
+    "output_dir: {out}}}", "output_dir: {out}, output_format: jsonl}}")
+assert "{urls}" in CONFIG and "output_format: jsonl" in CONFIG, "openai_bench.CONFIG changed: update fleet_bench"
 
 
 def mmirage_run(mmirage, tmp, tag, ports, data, rows, conc, max_new):

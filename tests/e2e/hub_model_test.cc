@@ -78,6 +78,7 @@ TEST_F(HubModelTest, PythonWithSglangRunsAManagedSglangServer) {
   auto r = Mmirage(env, "run -q --config c.yaml");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectEveryRowAnswered();
+  EXPECT_EQ(r.err.find("generation cache off"), std::string::npos) << "the model identity is SGLang's: " << r.err;
   std::string log = ReadFile(d_.Path("argv.log"));
   EXPECT_TRUE(std::regex_search(log, std::regex("-m sglang.launch_server --model-path " + kHubId +
                                                 " --host 127.0.0.1 --port [0-9]+ --tp-size 1 "
