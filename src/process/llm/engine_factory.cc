@@ -138,11 +138,10 @@ Result<std::unique_ptr<engine::Engine>> CreateOpenAi(const config::Processor& p,
   return e;
 }
 
-// Starts the managed server of replica `index` (-1: the only one) on a fresh port, and its engine.
-Result<std::unique_ptr<engine::Engine>> LaunchManaged(const config::Processor& p, const EngineFactoryOptions& fo,
-                                                      const std::string& model, const std::string& python,
-                                                      const engine::OpenAiEngineOptions& eo, int index,
-                                                      const std::string& gpus) {
+// The managed server of replica `index` (-1: the only one) on a fresh port, pinned to `gpus` unless "".
+Result<engine::ManagedServerOptions> ManagedOptions(const config::Processor& p, const EngineFactoryOptions& fo,
+                                                    const std::string& model, const std::string& python, int index,
+                                                    const std::string& gpus) {
   auto port = FindFreeLoopbackPort();
   if (!port.ok()) return port.status().WithContext(Where(p));
   auto argv = BuildServerCommand(p, *port, model, LlamaServerDir());
@@ -155,6 +154,13 @@ Result<std::unique_ptr<engine::Engine>> LaunchManaged(const config::Processor& p
   so.log_path = ShardLogPath(fo, index);
   so.startup_timeout_seconds = p.llm.server_startup_timeout_seconds;
   if (!gpus.empty()) so.env_overrides.emplace_back("CUDA_VISIBLE_DEVICES", gpus);
+  return so;
+}
+
+Result<std::unique_ptr<engine::Engine>> LaunchManaged(const config::Processor& p, const EngineFactoryOptions& fo,
+                                                      const std::string& model, const std::string& python,
+                                                      const engine::OpenAiEngineOptions& eo) {
+  MMIRAGE_ASSIGN_OR_RETURN(engine::ManagedServerOptions so, ManagedOptions(p, fo, model, python, -1, ""));
   auto e = engine::CreateManagedServerEngine(so, eo);
   if (!e.ok()) return e.status().WithContext(Where(p));
   return e;
@@ -175,12 +181,12 @@ Result<std::unique_ptr<engine::Engine>> CreateManaged(const config::Processor& p
     if (!mmproj.ok()) return mmproj.status().WithContext(Where(p));
     resolved.llm.mmproj_path = *mmproj;
   }
-  if (!p.llm.replicas_auto && p.llm.replicas == 1) return LaunchManaged(resolved, fo, model, python, eo, -1, "");
+  if (!p.llm.replicas_auto && p.llm.replicas == 1) return LaunchManaged(resolved, fo, model, python, eo);
   MMIRAGE_ASSIGN_OR_RETURN(std::vector<std::string> slices, ReplicaGpuSlices(p, VisibleGpus(fo.vars)));
-  engine::OpenAiEngineOptions replica_eo = ReplicaEngineOptions(eo);
-  return CreateManagedFleet(p, slices, [resolved, fo, model, python, replica_eo](int index, const std::string& gpus) {
-    return LaunchManaged(resolved, fo, model, python, replica_eo, index, gpus);
-  });
+  auto server_for = [resolved, fo, model, python](int index, const std::string& gpus) {
+    return ManagedOptions(resolved, fo, model, python, index, gpus);
+  };
+  return CreateManagedFleet(p, slices, server_for, ReplicaEngineOptions(eo));
 }
 
 }  // namespace

@@ -91,22 +91,38 @@ Result<std::unique_ptr<engine::Engine>> CreateUrlFleet(const config::Processor& 
 
 Result<std::unique_ptr<engine::Engine>> CreateManagedFleet(const config::Processor& p,
                                                            const std::vector<std::string>& slices,
-                                                           const ReplicaLauncher& launch) {
+                                                           const ReplicaServer& server_for,
+                                                           const engine::OpenAiEngineOptions& eo) {
+  std::vector<engine::ManagedServerOptions> servers;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    // Every port is picked before any server listens: a port picked twice is picked again.
+    for (int tries = 0;; ++tries) {
+      MMIRAGE_ASSIGN_OR_RETURN(engine::ManagedServerOptions so, server_for(static_cast<int>(i), slices[i]));
+      bool taken = std::any_of(servers.begin(), servers.end(), [&](const auto& o) { return o.port == so.port; });
+      if (!taken || tries == 10) {
+        servers.push_back(std::move(so));
+        break;
+      }
+    }
+  }
+  auto started = engine::CreateManagedServerEngines(servers, eo);
   std::vector<engine::FleetReplica> replicas;
   Status first_error;
-  for (size_t i = 0; i < slices.size(); ++i) {
-    int index = static_cast<int>(i);
-    std::string gpus = slices[i];
-    auto e = launch(index, gpus);
-    if (!e.ok()) {
-      LOG_WARN("replica " << i << " of " << slices.size() << " did not start: " << e.status().message());
-      if (first_error.ok()) first_error = e.status();
+  for (size_t i = 0; i < started.size(); ++i) {
+    if (!started[i].ok()) {
+      LOG_WARN("replica " << i << " of " << slices.size() << " did not start: " << started[i].status().message());
+      if (first_error.ok()) first_error = started[i].status().WithContext(p.loc.ToString() + ": processor 'llm'");
       continue;
     }
+    int index = static_cast<int>(i);
+    std::string gpus = slices[i];
     engine::FleetReplica r;
     r.name = "replica " + std::to_string(i) + (gpus.empty() ? "" : " (GPUs " + gpus + ")");
-    r.engine = std::move(*e);
-    r.restart = [launch, index, gpus] { return launch(index, gpus); };
+    r.engine = std::move(*started[i]);
+    r.restart = [server_for, index, gpus, eo]() -> Result<std::unique_ptr<engine::Engine>> {
+      MMIRAGE_ASSIGN_OR_RETURN(engine::ManagedServerOptions so, server_for(index, gpus));
+      return engine::CreateManagedServerEngine(so, eo);
+    };
     replicas.push_back(std::move(r));
   }
   if (replicas.empty()) return first_error;

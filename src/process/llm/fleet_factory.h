@@ -10,6 +10,7 @@
 
 #include "config/config.h"
 #include "engine/fleet.h"
+#include "engine/managed_server.h"
 #include "engine/openai_engine.h"
 
 namespace mmirage::process::llm {
@@ -38,12 +39,14 @@ engine::FleetOptions FleetOptionsFor(const config::Processor& processor);
 Result<std::unique_ptr<engine::Engine>> CreateUrlFleet(const config::Processor& processor,
                                                        const engine::OpenAiEngineOptions& base);
 
-// Starts one managed replica (index, CUDA_VISIBLE_DEVICES value or "") and its engine; called again to restart it.
-using ReplicaLauncher = std::function<Result<std::unique_ptr<engine::Engine>>(int index, const std::string& gpus)>;
-// A fleet of slices.size() managed replicas, started one after the other by `launch`; replicas that fail to start
-// are left out (logged) while at least one starts. Errors: the first start error when none starts.
+// The server of managed replica `index` pinned to `gpus` (a CUDA_VISIBLE_DEVICES value, "" = not pinned) on a
+// fresh port; called again for each restart.
+using ReplicaServer = std::function<Result<engine::ManagedServerOptions>(int index, const std::string& gpus)>;
+// A fleet of slices.size() managed replicas (engine options `engine` each), loading at once; replicas that fail to
+// start are left out (logged) while at least one starts. Errors: the first start error when none starts.
 Result<std::unique_ptr<engine::Engine>> CreateManagedFleet(const config::Processor& processor,
                                                            const std::vector<std::string>& slices,
-                                                           const ReplicaLauncher& launch);
+                                                           const ReplicaServer& server_for,
+                                                           const engine::OpenAiEngineOptions& engine);
 
 }  // namespace mmirage::process::llm
