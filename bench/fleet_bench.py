@@ -16,7 +16,6 @@ Usage: bench/fleet_bench.py [--rows N] [--concurrency C] [--max-new T] [--replic
        [--build DIR]   (binaries from DIR, default build/: mmirage, mmirage-make-test-model, llama-server)
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -105,14 +104,7 @@ def main():
         if not os.path.exists(b):
             sys.exit(f"missing {b}: run scripts/setup.sh")
     tmp = tempfile.mkdtemp(prefix="fleet_bench_")
-    model = os.path.join(tmp, "model.gguf")
-    subprocess.run([os.path.join(args.build, "mmirage-make-test-model"), "--out", model, "--preset", "tiny"],
-                   check=True, capture_output=True)
-    prompts = [f"Write a short story about city number {i} and its {i % 7} rivers." for i in range(args.rows)]
-    data = os.path.join(tmp, "data.jsonl")
-    with open(data, "w") as f:
-        for p in prompts:
-            f.write(json.dumps({"text": p}) + "\n")
+    model, prompts, data = openai_bench.make_inputs(args.build, tmp, args.rows, "tiny")
     cores = os.cpu_count() or 1
     results = {}
     for n in [int(x) for x in args.replicas.split(",")]:

@@ -108,6 +108,19 @@ def raw_client(port, prompts, conc, max_new):
     return state["tokens"], state["failed"], time.perf_counter() - t0, state["ok"]
 
 
+def make_inputs(build, tmp, rows, preset):
+    """The synthetic model and `rows` prompts (a list and a JSONL file) under tmp: (model, prompts, data)."""
+    model = os.path.join(tmp, "model.gguf")
+    subprocess.run([os.path.join(build, "mmirage-make-test-model"), "--out", model, "--preset", preset],
+                   check=True, capture_output=True)
+    prompts = [f"Write a short story about city number {i} and its {i % 7} rivers." for i in range(rows)]
+    data = os.path.join(tmp, "data.jsonl")
+    with open(data, "w") as f:
+        for p in prompts:
+            f.write(json.dumps({"text": p}) + "\n")
+    return model, prompts, data
+
+
 def mmirage_run(mmirage, tmp, n, port, data, rows, conc, max_new):
     d = os.path.join(tmp, f"mmirage_{n}")
     os.makedirs(d)
@@ -143,14 +156,7 @@ def main():
         if not os.path.exists(b):
             sys.exit(f"missing {b}: run scripts/setup.sh")
     tmp = tempfile.mkdtemp(prefix="openai_bench_")
-    model = os.path.join(tmp, "model.gguf")
-    subprocess.run([os.path.join(args.build, "mmirage-make-test-model"), "--out", model, "--preset", args.preset],
-                   check=True, capture_output=True)
-    prompts = [f"Write a short story about city number {i} and its {i % 7} rivers." for i in range(args.rows)]
-    data = os.path.join(tmp, "data.jsonl")
-    with open(data, "w") as f:
-        for p in prompts:
-            f.write(json.dumps({"text": p}) + "\n")
+    model, prompts, data = make_inputs(args.build, tmp, args.rows, args.preset)
     port = free_port()
     cmd = [server, "-m", model, "--host", "127.0.0.1", "--port", str(port), "-np", str(args.concurrency),
            "-c", str(args.concurrency * 512)]

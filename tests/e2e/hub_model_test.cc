@@ -62,6 +62,15 @@ class HubModelTest : public ::testing::Test {
     EXPECT_GE(rows, 1u);
     EXPECT_EQ(rows + ReadLines(d_.Path("out/shard_0/errors.jsonl")).size(), 3u);
   }
+  // `run` with `env`: every row answered, the cache keyed on the server's model (no "cache off" warning); returns
+  // the command lines the fake launchers logged.
+  std::string RunAndReadServerCommand(const std::string& env) {
+    auto r = Mmirage(env, "run -q --config c.yaml");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    ExpectEveryRowAnswered();
+    EXPECT_EQ(r.err.find("generation cache off"), std::string::npos) << r.err;
+    return ReadFile(d_.Path("argv.log"));
+  }
   TempDir d_;
 };
 
@@ -75,11 +84,7 @@ TEST_F(HubModelTest, PythonWithSglangRunsAManagedSglangServer) {
                        " can import sglang: a managed SGLang server)"),
             std::string::npos)
       << v.out;
-  auto r = Mmirage(env, "run -q --config c.yaml");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  ExpectEveryRowAnswered();
-  EXPECT_EQ(r.err.find("generation cache off"), std::string::npos) << "the model identity is SGLang's: " << r.err;
-  std::string log = ReadFile(d_.Path("argv.log"));
+  std::string log = RunAndReadServerCommand(env);
   EXPECT_TRUE(std::regex_search(log, std::regex("-m sglang.launch_server --model-path " + kHubId +
                                                 " --host 127.0.0.1 --port [0-9]+ --tp-size 1 "
                                                 "--trust-remote-code --disable-custom-all-reduce\n$")))
@@ -93,10 +98,7 @@ TEST_F(HubModelTest, WithoutSglangAVllmOnPathRunsAManagedVllmServer) {
                        "on PATH: a managed vLLM server)"),
             std::string::npos)
       << p.err;
-  auto r = Mmirage(env, "run -q --config c.yaml");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  ExpectEveryRowAnswered();
-  std::string log = ReadFile(d_.Path("argv.log"));
+  std::string log = RunAndReadServerCommand(env);
   EXPECT_TRUE(std::regex_match(log, std::regex("vllm serve " + kHubId +
                                                " --host 127.0.0.1 --port [0-9]+ --tensor-parallel-size 1 "
                                                "--trust-remote-code --disable-custom-all-reduce\n")))
