@@ -72,11 +72,13 @@ def wait_healthy(port, proc, seconds=120):
 
 
 def raw_client(port, prompts, conc, max_new):
-    """Returns (completion tokens, failed requests, seconds)."""
+    """`conc` threads per port (one port or a list of them) over one shared prompt list.
+    Returns (completion tokens, failed requests, seconds, answered requests)."""
     lock = threading.Lock()
-    state = {"next": 0, "tokens": 0, "failed": 0}
+    state = {"next": 0, "tokens": 0, "failed": 0, "ok": 0}
+    ports = port if isinstance(port, list) else [port]
 
-    def worker():
+    def worker(port):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
         while True:
             with lock:
@@ -93,16 +95,30 @@ def raw_client(port, prompts, conc, max_new):
             with lock:
                 if resp.status == 200:
                     state["tokens"] += json.loads(data)["usage"]["completion_tokens"]
+                    state["ok"] += 1
                 else:
                     state["failed"] += 1
 
     t0 = time.perf_counter()
-    threads = [threading.Thread(target=worker) for _ in range(conc)]
+    threads = [threading.Thread(target=worker, args=(p,)) for p in ports for _ in range(conc)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return state["tokens"], state["failed"], time.perf_counter() - t0
+    return state["tokens"], state["failed"], time.perf_counter() - t0, state["ok"]
+
+
+def make_inputs(build, tmp, rows, preset):
+    """The synthetic model and `rows` prompts (a list and a JSONL file) under tmp: (model, prompts, data)."""
+    model = os.path.join(tmp, "model.gguf")
+    subprocess.run([os.path.join(build, "mmirage-make-test-model"), "--out", model, "--preset", preset],
+                   check=True, capture_output=True)
+    prompts = [f"Write a short story about city number {i} and its {i % 7} rivers." for i in range(rows)]
+    data = os.path.join(tmp, "data.jsonl")
+    with open(data, "w") as f:
+        for p in prompts:
+            f.write(json.dumps({"text": p}) + "\n")
+    return model, prompts, data
 
 
 def mmirage_run(mmirage, tmp, n, port, data, rows, conc, max_new):
@@ -140,14 +156,7 @@ def main():
         if not os.path.exists(b):
             sys.exit(f"missing {b}: run scripts/setup.sh")
     tmp = tempfile.mkdtemp(prefix="openai_bench_")
-    model = os.path.join(tmp, "model.gguf")
-    subprocess.run([os.path.join(args.build, "mmirage-make-test-model"), "--out", model, "--preset", args.preset],
-                   check=True, capture_output=True)
-    prompts = [f"Write a short story about city number {i} and its {i % 7} rivers." for i in range(args.rows)]
-    data = os.path.join(tmp, "data.jsonl")
-    with open(data, "w") as f:
-        for p in prompts:
-            f.write(json.dumps({"text": p}) + "\n")
+    model, prompts, data = make_inputs(args.build, tmp, args.rows, args.preset)
     port = free_port()
     cmd = [server, "-m", model, "--host", "127.0.0.1", "--port", str(port), "-np", str(args.concurrency),
            "-c", str(args.concurrency * 512)]
@@ -160,7 +169,7 @@ def main():
         raw_client(port, prompts[: args.concurrency * 2], args.concurrency, args.max_new)  # warm-up
         best_raw = best_mm = 0.0
         for n in range(args.repeats):
-            tok, failed, secs = raw_client(port, prompts, args.concurrency, args.max_new)
+            tok, failed, secs, _ = raw_client(port, prompts, args.concurrency, args.max_new)
             best_raw = max(best_raw, tok / secs)
             print(f"raw     run {n}: {tok} tokens in {secs:.2f} s = {tok / secs:8.1f} tok/s ({failed} failed)")
             tok, failed, secs = mmirage_run(mmirage, tmp, n, port, data, args.rows, args.concurrency, args.max_new)

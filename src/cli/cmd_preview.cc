@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/common.h"
+#include "cli/engine_line.h"
 #include "exec/preview.h"
 #include "util/env.h"
 
@@ -20,6 +21,7 @@ int RunPreview(const Opts& o) {
   if (!ApplyLogLevel(o.common)) return kExitUsage;
   auto config = LoadConfigOrReport(o.common.config_path, o.shard_id);
   if (!config) return kExitFailure;
+  PrintEngineChoices(*config, std::cerr);  // stdout holds the rows (one JSON object each with --format json)
   auto failures = exec::Preview(Env::Default(), *config, exec::PreviewOptions{o.rows, o.format == "json"}, std::cout);
   if (!failures.ok()) {
     ReportError(failures.status());

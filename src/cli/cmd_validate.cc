@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/common.h"
+#include "cli/engine_line.h"
 
 namespace mmirage::cli {
 
@@ -19,6 +20,7 @@ Runner RegisterValidate(CLI::App* app) {
               << " output(s), " << config->loading.datasets.size()
               << " dataset(s), num_shards=" << config->loading.num_shards << ", " << config->warnings.size()
               << " warning(s))\n";
+    PrintEngineChoices(*config, std::cout);
     return kExitOk;
   };
 }

@@ -53,6 +53,7 @@ struct EndpointConfig {
   double timeout_seconds = 600;                  // per request
   int64_t max_retries = 5;                       // per request, on 429 / 5xx / connection errors / timeouts
   double down_timeout_seconds = 120;             // endpoint unreachable this long → the shard fails fast
+  std::vector<std::string> base_urls;  // several servers of one model: a fleet (engine/fleet.h); base_url = [0]
 };
 
 struct LlmProcessor {
@@ -60,6 +61,8 @@ struct LlmProcessor {
   // OpenAI-compatible endpoint; anthropic = Anthropic's Messages API; sglang | vllm | llama-server = a server
   // mmirage starts for the shard.
   std::string backend = "llama";
+  bool backend_set =
+      false;  // `backend:` written; when not, a Hub model id picks sglang/vllm (process/llm/engine_choice.h)
   std::optional<EndpointConfig> endpoint;
   std::vector<std::string> server_command;  // managed servers: the command, verbatim (else built from server_args)
   double server_startup_timeout_seconds = 900;
@@ -71,6 +74,11 @@ struct LlmProcessor {
   Value default_sampling_params = Value::EmptyObject();  // map string → any, passed to every generation
   std::string chat_template;                             // template name or file
   std::string mmproj_path;  // server_args.mmproj_path: vision projector GGUF, hf:// ref or "auto"
+  // server_args.replicas (managed servers): servers per shard, each on its own GPU slice; "auto" (replicas_auto):
+  // visible GPUs / tp_size. More than one: a fleet (engine/fleet.h). config/fleet.cc reads them.
+  int64_t replicas = 1;
+  bool replicas_auto = false;
+  int64_t max_restarts = 3;  // server_args.max_restarts: per replica of a fleet
 };
 
 struct BatchApiProcessor {
@@ -269,7 +277,8 @@ struct ExecutionParams {
   // projected cost would pass it; the shard commits and stops, resumable.
   std::optional<double> max_cost_usd;
   // Extensions: local execution and resume.
-  int64_t local_workers = 1;  // shard processes run at once by `run` in local mode
+  int64_t local_workers = 1;    // shard processes run at once by `run` in local mode
+  int64_t gpus_per_worker = 0;  // local mode: each worker its own GPUs (CUDA_VISIBLE_DEVICES slice); 0: all visible
   // The writer commits durably every N rows (default: 256 rows with model outputs, 1,000,000 without or with only
   // custom outputs — such rows are cheap to redo and an fsync per 256 of them would dominate) ...
   std::optional<int64_t> commit_every_rows;

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "config/hosted.h"
+#include "config/fleet.h"
 #include "config/validate.h"
 #include "data/json.h"
 #include "config/yaml_reader.h"
@@ -39,7 +40,9 @@ void ReadEndpoint(MapReader& r, LlmProcessor* p) {
   }
   MapReader e(d, &r.vars(), en, r.section() + ".endpoint");
   EndpointConfig c;
-  if (!e.Has("base_url")) d->Error(en, r.section() + ".endpoint: missing required key 'base_url'");
+  if (!e.Has("base_url") && !e.Has("base_urls"))
+    d->Error(en, r.section() + ".endpoint: missing required key 'base_url' (or 'base_urls')");
+  ReadBaseUrls(e, r.section(), &c);
   if (e.String("base_url", &c.base_url) && c.base_url.rfind("http://", 0) != 0 && c.base_url.rfind("https://", 0) != 0)
     d->Error(e.LocOf("base_url"), r.section() + ".endpoint.base_url must start with http:// or https://");
   if (e.String("api_key_env", &c.api_key_env) && c.api_key_env.find_first_of(" $") != std::string::npos)
@@ -65,6 +68,7 @@ void ReadEndpoint(MapReader& r, LlmProcessor* p) {
 }
 
 void ReadLlm(MapReader& r, const VarLookup& vars, LlmProcessor* p) {
+  p->backend_set = r.Has("backend");
   r.Literal("backend", {"llama", "openai", "anthropic", "sglang", "vllm", "llama-server"}, &p->backend);
   ReadEndpoint(r, p);
   if ((p->backend == "openai" || p->backend == "anthropic") && !p->endpoint)
@@ -99,6 +103,7 @@ void ReadLlm(MapReader& r, const VarLookup& vars, LlmProcessor* p) {
       s.Bool("disable_custom_all_reduce", &p->disable_custom_all_reduce);
       s.MapValue("extra_engine_args", &p->extra_engine_args);
       s.String("mmproj_path", &p->mmproj_path);  // extension: vision projector (image inputs)
+      ReadReplicas(s, p);
       s.Finish();
     }
   }
@@ -516,6 +521,7 @@ void ReadExecution(Diag* d, const VarLookup& vars, const YAML::Node& node, Execu
     d->Error(r.LocOf("max_cost_usd"), "max_cost_usd must be > 0");
   if (r.Int("local_workers", &e->local_workers) && e->local_workers < 1)
     d->Error(r.LocOf("local_workers"), "local_workers must be >= 1");
+  ReadGpusPerWorker(r, e);
   if (r.OptInt("commit_every_rows", &e->commit_every_rows) && e->commit_every_rows && *e->commit_every_rows < 1)
     d->Error(r.LocOf("commit_every_rows"), "commit_every_rows must be >= 1");
   if (r.Double("commit_interval_seconds", &e->commit_interval_seconds) && e->commit_interval_seconds <= 0)

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "data/json.h"
 #include "util/env.h"
@@ -59,7 +60,7 @@ std::string ManagedServer::base_url() const { return "http://127.0.0.1:" + std::
 
 int ManagedServer::pid() const { return process_->pid(); }
 
-Result<std::unique_ptr<ManagedServer>> ManagedServer::Start(const ManagedServerOptions& options) {
+Result<std::unique_ptr<ManagedServer>> ManagedServer::Spawn(const ManagedServerOptions& options) {
   ManagedServerOptions o = options;
   if (o.env == nullptr) o.env = Env::Default();
   if (o.argv.empty()) return Status::InvalidArgument(o.name + ": empty server command");
@@ -67,6 +68,7 @@ Result<std::unique_ptr<ManagedServer>> ManagedServer::Start(const ManagedServerO
   if (slash != std::string::npos && slash > 0) MMIRAGE_TRY(o.env->CreateDirs(o.log_path.substr(0, slash)));
   SubprocessOptions so;
   so.argv = o.argv;
+  so.env_overrides = o.env_overrides;
   so.stdout_path = o.log_path;
   so.stderr_path = "=stdout";
   so.new_process_group = true;
@@ -81,17 +83,29 @@ Result<std::unique_ptr<ManagedServer>> ManagedServer::Start(const ManagedServerO
   auto p = Subprocess::Start(so);
   if (!p.ok()) return p.status().WithContext("cannot start " + o.name);
   std::unique_ptr<ManagedServer> server(new ManagedServer(o, std::move(*p)));
-  Status healthy = server->WaitHealthy();
+  server->start_us_ = start_us;
+  return server;
+}
+
+Result<std::unique_ptr<ManagedServer>> ManagedServer::Start(const ManagedServerOptions& options) {
+  MMIRAGE_ASSIGN_OR_RETURN(std::unique_ptr<ManagedServer> server, Spawn(options));
+  MMIRAGE_TRY(server->AwaitHealthy());
+  return server;
+}
+
+Status ManagedServer::AwaitHealthy() {
+  const ManagedServerOptions& o = options_;
+  Status healthy = WaitHealthy();
   if (!healthy.ok()) {
-    server->Stop();
+    Stop();
     std::string tail = LogTail(o.env, o.log_path);
     return Status::Unavailable(healthy.message() + "; last lines of " + o.log_path + ":\n" + tail);
   }
-  server->startup_seconds_ = static_cast<double>(o.env->MonotonicMicros() - start_us) / 1e6;
+  startup_seconds_ = static_cast<double>(o.env->MonotonicMicros() - start_us_) / 1e6;
   LOG_INFO(o.name << " healthy after "
-                  << FormatDouble(static_cast<double>(static_cast<int64_t>(server->startup_seconds_ * 1000)) / 1000)
-                  << " s (pid " << server->pid() << ")");
-  return server;
+                  << FormatDouble(static_cast<double>(static_cast<int64_t>(startup_seconds_ * 1000)) / 1000)
+                  << " s (pid " << pid() << ")");
+  return Status::OK();
 }
 
 Status ManagedServer::WaitHealthy() {
@@ -146,14 +160,45 @@ void ManagedServer::Stop() {
   if (was_running) LOG_INFO(options_.name << " stopped");
 }
 
-Result<std::unique_ptr<Engine>> CreateManagedServerEngine(const ManagedServerOptions& server_options,
-                                                          OpenAiEngineOptions engine_options) {
-  MMIRAGE_ASSIGN_OR_RETURN(std::unique_ptr<ManagedServer> server, ManagedServer::Start(server_options));
+namespace {
+
+Result<std::unique_ptr<Engine>> EngineOver(std::unique_ptr<ManagedServer> server, OpenAiEngineOptions engine_options) {
   engine_options.base_url = server->base_url();
   engine_options.load_seconds = server->startup_seconds();
   auto engine = CreateOpenAiEngine(engine_options);
   if (!engine.ok()) return engine.status();  // the server is stopped by its destructor
   return std::unique_ptr<Engine>(new ManagedServerEngine(std::move(server), std::move(*engine)));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> CreateManagedServerEngine(const ManagedServerOptions& server_options,
+                                                          OpenAiEngineOptions engine_options) {
+  MMIRAGE_ASSIGN_OR_RETURN(std::unique_ptr<ManagedServer> server, ManagedServer::Start(server_options));
+  return EngineOver(std::move(server), std::move(engine_options));
+}
+
+std::vector<Result<std::unique_ptr<Engine>>> CreateManagedServerEngines(
+    const std::vector<ManagedServerOptions>& servers, const OpenAiEngineOptions& engine_options) {
+  std::vector<Result<std::unique_ptr<ManagedServer>>> spawned;
+  for (const auto& s : servers) spawned.push_back(ManagedServer::Spawn(s));  // from this thread: see the header
+  std::vector<Status> healthy(spawned.size());
+  std::vector<std::thread> waits;
+  for (size_t i = 0; i < spawned.size(); ++i) {
+    if (spawned[i].ok()) waits.emplace_back([&spawned, &healthy, i] { healthy[i] = (*spawned[i])->AwaitHealthy(); });
+  }
+  for (auto& t : waits) t.join();
+  std::vector<Result<std::unique_ptr<Engine>>> out;
+  for (size_t i = 0; i < spawned.size(); ++i) {
+    if (!spawned[i].ok()) {
+      out.emplace_back(spawned[i].status());
+    } else if (!healthy[i].ok()) {
+      out.emplace_back(healthy[i]);
+    } else {
+      out.emplace_back(EngineOver(std::move(*spawned[i]), engine_options));
+    }
+  }
+  return out;
 }
 
 }  // namespace mmirage::engine

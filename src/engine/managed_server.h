@@ -8,8 +8,10 @@
 // CreateManagedServerEngine follows engine.h. Ownership: the ManagedServer owns the child process.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/engine.h"
@@ -31,6 +33,7 @@ struct ManagedServerOptions {
   double stop_grace_seconds = 10;        // SIGTERM → SIGKILL
   double poll_interval_seconds = 0.2;    // health checks
   Env* env = nullptr;                    // directories, log reads, clock, sleeps; nullptr: Env::Default(). Borrowed.
+  std::vector<std::pair<std::string, std::string>> env_overrides;  // e.g. CUDA_VISIBLE_DEVICES of a fleet replica
 };
 
 class ManagedServer {
@@ -40,6 +43,11 @@ class ManagedServer {
   // kUnavailable "<name> exited (<status>) before becoming healthy" or "<name> not healthy after N s
   // (server_startup_timeout_seconds)", each followed by the last 20 lines of its log.
   static Result<std::unique_ptr<ManagedServer>> Start(const ManagedServerOptions& options);
+  // Start in two steps, so several servers load at once: Spawn starts the process (call it from a long-lived
+  // thread: the server gets SIGKILL when that thread ends), AwaitHealthy waits (any one thread at a time; on
+  // failure the server is stopped). Errors: as Start.
+  static Result<std::unique_ptr<ManagedServer>> Spawn(const ManagedServerOptions& options);
+  Status AwaitHealthy();
   ~ManagedServer();
   ManagedServer(const ManagedServer&) = delete;
   ManagedServer& operator=(const ManagedServer&) = delete;
@@ -57,6 +65,7 @@ class ManagedServer {
   ManagedServerOptions options_;
   std::unique_ptr<Subprocess> process_;
   double startup_seconds_ = 0;
+  uint64_t start_us_ = 0;  // when Spawn began (monotonic)
   bool stopped_ = false;
 };
 
@@ -65,5 +74,9 @@ class ManagedServer {
 // Errors: those of ManagedServer::Start and CreateOpenAiEngine.
 Result<std::unique_ptr<Engine>> CreateManagedServerEngine(const ManagedServerOptions& server,
                                                           OpenAiEngineOptions engine);
+// The same for several servers, spawned one after the other from the calling thread and loading at once; one
+// result per server, in order.
+std::vector<Result<std::unique_ptr<Engine>>> CreateManagedServerEngines(
+    const std::vector<ManagedServerOptions>& servers, const OpenAiEngineOptions& engine);
 
 }  // namespace mmirage::engine

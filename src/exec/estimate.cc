@@ -254,6 +254,7 @@ Result<config::Config> SampleConfig(const config::Config& c, const std::string& 
     }
     p.llm.backend = "openai";  // the endpoint given speaks OpenAI's API
     p.llm.endpoint->base_url = generate_via;
+    p.llm.endpoint->base_urls.clear();  // one endpoint, not the fleet
   }
   if (has_batch) {
     const config::Processor* b = c.FindProcessor("batch_api");

@@ -11,6 +11,7 @@
 
 #include "engine/managed_server.h"
 #include "process/image_gen/image_gen_processor.h"
+#include "process/llm/fleet_factory.h"
 #include "pipeline/failure_report.h"
 #include "state/shard_state.h"
 #include "util/log.h"
@@ -27,6 +28,7 @@ constexpr int kStopGraceSeconds = 60;
 struct Worker {
   int64_t shard;
   std::unique_ptr<Subprocess> process;
+  int gpu_slot = -1;  // index into LocalScheduler::gpu_slots_, -1: not pinned
 };
 
 // The shards to run: options.shard_ids, or every shard of the config.
@@ -73,7 +75,9 @@ class LocalScheduler {
         options_(options),
         image_server_(image_server),
         max_attempts_(config.execution.max_retries + 1),
-        parallel_(static_cast<size_t>(std::max<int64_t>(1, config.execution.local_workers))) {}
+        parallel_(static_cast<size_t>(std::max<int64_t>(1, config.execution.local_workers))) {
+    PlanGpuSlots();
+  }
 
   void Run(std::deque<int64_t> queue) {
     queue_ = std::move(queue);
@@ -116,6 +120,38 @@ class LocalScheduler {
     killed_ = true;
   }
 
+  // gpus_per_worker: one CUDA_VISIBLE_DEVICES slice per worker slot; fewer slices than local_workers lower the
+  // workers run at once (a worker never shares its GPUs); no GPU visible: workers are not pinned.
+  void PlanGpuSlots() {
+    int64_t per = config_.execution.gpus_per_worker;
+    if (per <= 0) return;
+    std::vector<std::string> gpus = process::llm::VisibleGpus(nullptr);
+    gpu_slots_ = process::llm::GpuSlices(gpus, static_cast<size_t>(per));
+    if (gpus.empty()) {
+      LOG_WARN("gpus_per_worker: no GPU visible (CUDA_VISIBLE_DEVICES, nvidia-smi -L); workers are not pinned");
+    } else if (gpu_slots_.empty()) {
+      LOG_WARN("gpus_per_worker " << per << " with " << gpus.size()
+                                  << " visible GPU(s): one worker at a time, on every visible GPU");
+      parallel_ = 1;
+    } else if (gpu_slots_.size() < parallel_) {
+      LOG_WARN("gpus_per_worker " << per << " with " << gpus.size() << " visible GPU(s): " << gpu_slots_.size()
+                                  << " worker(s) at once instead of local_workers " << parallel_);
+      parallel_ = gpu_slots_.size();
+    }
+    gpu_slot_used_.assign(gpu_slots_.size(), false);
+  }
+
+  // A free GPU slot (marked used), or -1 when workers are not pinned.
+  int TakeGpuSlot() {
+    for (size_t i = 0; i < gpu_slot_used_.size(); ++i) {
+      if (!gpu_slot_used_[i]) {
+        gpu_slot_used_[i] = true;
+        return static_cast<int>(i);
+      }
+    }
+    return -1;
+  }
+
   // Starts queued shards while a worker slot is free. A worker that cannot be started stops the run (StopAll).
   void StartWorkers() {
     while (!stopping_ && running_.size() < parallel_ && !queue_.empty()) {
@@ -129,11 +165,14 @@ class LocalScheduler {
       so.argv.insert(so.argv.end(), {"--progress", "log"});
       so.env_overrides = {{"SLURM_ARRAY_TASK_ID", std::to_string(id)}};
       if (image_server_) so.env_overrides.push_back({"MMIRAGE_SGLANG_BASE_URL", image_server_->base_url()});
+      int slot = TakeGpuSlot();
+      if (slot >= 0) so.env_overrides.push_back({"CUDA_VISIBLE_DEVICES", gpu_slots_[static_cast<size_t>(slot)]});
       if (options_.stdout_to_stderr) so.stdout_path = "/dev/stderr";
       so.new_process_group = true;      // one stop signal per worker, from us, not a second from the terminal
       so.terminate_with_parent = true;  // and none survives us, even after a SIGKILL
       auto p = Subprocess::Start(so);
       if (!p.ok()) {
+        if (slot >= 0) gpu_slot_used_[static_cast<size_t>(slot)] = false;
         LOG_ERROR("cannot start shard " << id << ": " << p.status().message());
         start_failed_ = true;
         StopAll(SIGTERM);
@@ -143,7 +182,7 @@ class LocalScheduler {
                         << ")");
       (void)RegisterStopGroup((*p)->pid());
       attempts_before_[id] = Record(id).retry_count;
-      running_.push_back(Worker{id, std::move(*p)});
+      running_.push_back(Worker{id, std::move(*p), slot});
     }
   }
 
@@ -158,6 +197,7 @@ class LocalScheduler {
       }
       reaped = true;
       int64_t id = running_[i].shard;
+      if (running_[i].gpu_slot >= 0) gpu_slot_used_[static_cast<size_t>(running_[i].gpu_slot)] = false;
       UnregisterStopGroup(running_[i].process->pid());
       running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
       OnWorkerEnd(id, *rc);
@@ -195,9 +235,11 @@ class LocalScheduler {
   const LocalRunOptions& options_;
   const engine::ManagedServer* image_server_;
   const int64_t max_attempts_;
-  const size_t parallel_;
+  size_t parallel_;  // workers at once: local_workers, fewer when GPU slices run out
   std::deque<int64_t> queue_;
   std::vector<Worker> running_;
+  std::vector<std::string> gpu_slots_;  // CUDA_VISIBLE_DEVICES per worker slot (gpus_per_worker)
+  std::vector<bool> gpu_slot_used_;
   bool stopping_ = false;
   bool killed_ = false;
   bool start_failed_ = false;

@@ -564,6 +564,19 @@ std::string ShardAttempt::BudgetStopMessage() const {
          " rows; run again to continue (resumable)";
 }
 
+// A fleet's replicas, their restarts and per-replica output tokens (nothing without a fleet).
+void RecordReplicaStats(const std::vector<engine::ReplicaStats>& replicas, ShardStats* stats) {
+  if (replicas.empty()) return;
+  stats->replicas = static_cast<int64_t>(replicas.size());
+  stats->replica_restarts = 0;
+  std::vector<Value> tokens;
+  for (const auto& r : replicas) {
+    *stats->replica_restarts += r.restarts;
+    tokens.emplace_back(r.completion_tokens);
+  }
+  stats->replica_output_tokens = Value(std::move(tokens));
+}
+
 Status ShardAttempt::RecordSuccess() {
   poller_->Stop();
   ShardStats stats;
@@ -574,6 +587,7 @@ Status ShardAttempt::RecordSuccess() {
     generator_->Shutdown();
     // GPUs the engine really used (0 on CPU: per-GPU rates are then null, not divided by a GPU that was idle).
     stats.num_gpus = generator_->NumGpus();
+    RecordReplicaStats(generator_->ReplicaStats(), &stats);
     if (generator_->LoadSeconds() > 0) stats.model_load_seconds = RoundTo(generator_->LoadSeconds(), 3);
     // Generated tokens only: what the cache answered costs no inference time (counted apart).
     int64_t in = totals_.prompt_tokens - totals_.cached_prompt_tokens;

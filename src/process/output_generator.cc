@@ -5,6 +5,7 @@
 #include "cache/generation_cache.h"
 #include "data/utf8.h"
 #include "process/cache_key.h"
+#include "process/llm/engine_choice.h"
 #include "process/llm/image_inputs.h"
 #include "process/custom/custom_processor.h"
 #include "process/image_gen/image_gen_processor.h"
@@ -155,7 +156,10 @@ void OutputGenerator::EnableCache(cache::GenerationCache* cache) {
         auto local = process::llm::ResolveModelPath(Env::Default(), model, config::ProcessVarLookup());
         model = local.ok() ? *local : "";
       }
-      auto id = ModelIdentity(Env::Default(), *p, model);
+      // The engine that really runs: a Hub model id without `backend:` runs on SGLang or vLLM, not the embedded one.
+      auto chosen =
+          process::llm::WithChosenEngine(Env::Default(), *p, process::llm::SystemEngineProbes(), nullptr, nullptr);
+      auto id = ModelIdentity(Env::Default(), chosen.ok() ? *chosen : *p, model);
       if (!id.ok())
         LOG_WARN(p->loc.ToString() << ": generation cache off for this processor: " << id.status().message());
       identities[p] = id.ok() ? *id : "";
@@ -269,6 +273,16 @@ int OutputGenerator::NumGpus() const {
   int n = 0;
   for (const auto& [_, e] : engines_) n = std::max(n, e->NumGpus());
   return n;
+}
+
+std::vector<engine::ReplicaStats> OutputGenerator::ReplicaStats() const {
+  std::vector<engine::ReplicaStats> out;
+  for (const auto& [_, e] : engines_) {
+    if (const auto* fleet = dynamic_cast<const engine::FleetEngine*>(e.get())) {
+      for (auto& r : fleet->Stats()) out.push_back(std::move(r));
+    }
+  }
+  return out;
 }
 
 engine::EngineCounters OutputGenerator::Counters() const {

@@ -16,6 +16,7 @@
 
 #include "config/config.h"
 #include "engine/engine.h"
+#include "engine/fleet.h"
 #include "process/output_processor.h"
 #include "util/env.h"
 
@@ -61,6 +62,8 @@ class OutputGenerator {
   double LoadSeconds() const;               // sum of the engines' load times
   int NumGpus() const;                      // max over engines
   engine::EngineCounters Counters() const;  // summed over engines
+  // Per replica of every fleet engine (engine/fleet.h), in engine order; empty without a fleet.
+  std::vector<engine::ReplicaStats> ReplicaStats() const;
   void Shutdown();
 
  private:

@@ -73,6 +73,11 @@ Value ShardStats::ToValue() const {
   if (cost_usd) v.Set("cost_usd", *cost_usd);
   if (cached_generations) v.Set("cached_generations", *cached_generations);
   if (cached_output_tokens) v.Set("cached_output_tokens", *cached_output_tokens);
+  if (replicas) {
+    v.Set("replicas", *replicas);
+    v.Set("replica_restarts", OptI(replica_restarts));
+    v.Set("replica_output_tokens", replica_output_tokens);
+  }
   return v;
 }
 
@@ -87,6 +92,9 @@ ShardStats ShardStats::FromValue(const Value& v) {
   s.gpu_util_samples = GetI(v, "gpu_util_samples").value_or(0);
   s.cached_generations = GetI(v, "cached_generations");
   s.cached_output_tokens = GetI(v, "cached_output_tokens");
+  s.replicas = GetI(v, "replicas");
+  s.replica_restarts = GetI(v, "replica_restarts");
+  if (const Value* t = v.Find("replica_output_tokens"); t != nullptr && t->is_array()) s.replica_output_tokens = *t;
   s.input_tokens = GetI(v, "input_tokens");
   s.output_tokens = GetI(v, "output_tokens");
   s.num_gpus = GetI(v, "num_gpus");

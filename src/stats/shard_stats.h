@@ -35,6 +35,10 @@ struct ShardStats {
   // Extensions from the generation cache: generations answered by it and their output tokens. input_tokens and
   // output_tokens (and every rate) count generated tokens only. Serialised only when set.
   std::optional<int64_t> cached_generations, cached_output_tokens;
+  // Extensions from an engine fleet (engine/fleet.h): its replicas, their restarts, and the output tokens each
+  // generated (a list, one per replica). Serialised only when set.
+  std::optional<int64_t> replicas, replica_restarts;
+  Value replica_output_tokens;
 
   // The object with derived values, keys in MMIRAGE's order.
   Value ToValue() const;

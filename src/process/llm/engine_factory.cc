@@ -6,9 +6,10 @@
 #include <set>
 
 #include "data/json.h"
+#include "process/llm/engine_choice.h"
+#include "process/llm/fleet_factory.h"
 #include "process/llm/mmproj.h"
 #include "process/llm/model_ref.h"
-#include "util/process/process_info.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/net.h"
@@ -117,9 +118,10 @@ void AppendFlag(const std::string& key, const Value& v, std::vector<std::string>
   }
 }
 
-std::string ShardLogPath(const EngineFactoryOptions& o) {
+// <state_dir>/shard_<id>/server.log, or server_<replica>.log for a replica of a fleet.
+std::string ShardLogPath(const EngineFactoryOptions& o, int replica) {
   return JoinPath(JoinPath(o.state_dir.empty() ? "." : o.state_dir, "shard_" + std::to_string(o.shard_id)),
-                  "server.log");
+                  replica < 0 ? "server.log" : "server_" + std::to_string(replica) + ".log");
 }
 
 std::string LlamaServerDir() {
@@ -131,12 +133,42 @@ std::string LlamaServerDir() {
 
 Result<std::unique_ptr<engine::Engine>> CreateOpenAi(const config::Processor& p, const EngineFactoryOptions& fo) {
   MMIRAGE_ASSIGN_OR_RETURN(engine::OpenAiEngineOptions o, MapOpenAiEngineOptions(p, fo.vars));
+  if (p.llm.endpoint && !p.llm.endpoint->base_urls.empty()) return CreateUrlFleet(p, o);
   auto e = engine::CreateOpenAiEngine(o);
   if (!e.ok()) return e.status().WithContext(Where(p));
   return e;
 }
 
-Result<std::unique_ptr<engine::Engine>> CreateManaged(const config::Processor& p, const EngineFactoryOptions& fo) {
+// The managed server of replica `index` (-1: the only one) on a fresh port, pinned to `gpus` unless "".
+Result<engine::ManagedServerOptions> ManagedOptions(const config::Processor& p, const EngineFactoryOptions& fo,
+                                                    const std::string& model, const std::string& python, int index,
+                                                    const std::string& gpus) {
+  auto port = FindFreeLoopbackPort();
+  if (!port.ok()) return port.status().WithContext(Where(p));
+  auto argv = BuildServerCommand(p, *port, model, LlamaServerDir());
+  if (!argv.ok()) return argv.status();
+  if (p.llm.backend == "sglang" && p.llm.server_command.empty() && !argv->empty()) (*argv)[0] = python;
+  engine::ManagedServerOptions so;
+  so.name = p.llm.backend;
+  so.argv = std::move(*argv);
+  so.port = *port;
+  so.log_path = ShardLogPath(fo, index);
+  so.startup_timeout_seconds = p.llm.server_startup_timeout_seconds;
+  if (!gpus.empty()) so.env_overrides.emplace_back("CUDA_VISIBLE_DEVICES", gpus);
+  return so;
+}
+
+Result<std::unique_ptr<engine::Engine>> LaunchManaged(const config::Processor& p, const EngineFactoryOptions& fo,
+                                                      const std::string& model, const std::string& python,
+                                                      const engine::OpenAiEngineOptions& eo) {
+  MMIRAGE_ASSIGN_OR_RETURN(engine::ManagedServerOptions so, ManagedOptions(p, fo, model, python, -1, ""));
+  auto e = engine::CreateManagedServerEngine(so, eo);
+  if (!e.ok()) return e.status().WithContext(Where(p));
+  return e;
+}
+
+Result<std::unique_ptr<engine::Engine>> CreateManaged(const config::Processor& p, const EngineFactoryOptions& fo,
+                                                      const std::string& python) {
   MMIRAGE_ASSIGN_OR_RETURN(engine::OpenAiEngineOptions eo, MapOpenAiEngineOptions(p, fo.vars));
   std::string model = p.llm.model_path;
   if (p.llm.backend == "llama-server" && IsHfModelRef(model)) {
@@ -150,19 +182,12 @@ Result<std::unique_ptr<engine::Engine>> CreateManaged(const config::Processor& p
     if (!mmproj.ok()) return mmproj.status().WithContext(Where(p));
     resolved.llm.mmproj_path = *mmproj;
   }
-  auto port = FindFreeLoopbackPort();
-  if (!port.ok()) return port.status().WithContext(Where(p));
-  auto argv = BuildServerCommand(resolved, *port, model, LlamaServerDir());
-  if (!argv.ok()) return argv.status();
-  engine::ManagedServerOptions so;
-  so.name = p.llm.backend;
-  so.argv = std::move(*argv);
-  so.port = *port;
-  so.log_path = ShardLogPath(fo);
-  so.startup_timeout_seconds = p.llm.server_startup_timeout_seconds;
-  auto e = engine::CreateManagedServerEngine(so, eo);
-  if (!e.ok()) return e.status().WithContext(Where(p));
-  return e;
+  if (!p.llm.replicas_auto && p.llm.replicas == 1) return LaunchManaged(resolved, fo, model, python, eo);
+  MMIRAGE_ASSIGN_OR_RETURN(std::vector<std::string> slices, ReplicaGpuSlices(p, VisibleGpus(fo.vars)));
+  auto server_for = [resolved, fo, model, python](int index, const std::string& gpus) {
+    return ManagedOptions(resolved, fo, model, python, index, gpus);
+  };
+  return CreateManagedFleet(p, slices, server_for, ReplicaEngineOptions(eo));
 }
 
 }  // namespace
@@ -288,7 +313,9 @@ Result<std::vector<std::string>> BuildServerCommand(const config::Processor& p, 
   return argv;
 }
 
-Status CheckBackendRunnable(const config::Processor& p) {
+Status CheckBackendRunnable(const config::Processor& processor) {
+  MMIRAGE_ASSIGN_OR_RETURN(config::Processor p,
+                           WithChosenEngine(Env::Default(), processor, SystemEngineProbes(), nullptr, nullptr));
   const std::string& backend = p.llm.backend;
   if (backend == "openai" || backend == "anthropic" || backend == "sglang" || backend == "vllm")
     return Status::OK();  // checked at start
@@ -315,10 +342,13 @@ Status CheckBackendRunnable(const config::Processor& p) {
 EngineFactory DefaultEngineFactory(EngineFactoryOptions options) {
   return [options](const config::Processor& p,
                    std::vector<std::string>* warnings) -> Result<std::unique_ptr<engine::Engine>> {
-    const std::string& backend = p.llm.backend;
+    std::string python;
+    auto chosen = WithChosenEngine(Env::Default(), p, SystemEngineProbes(), options.vars, &python);
+    if (!chosen.ok()) return chosen.status();
+    const std::string& backend = chosen->llm.backend;
     if (backend == "llama") return LlamaEngineFactory()(p, warnings);
     if (backend == "openai" || backend == "anthropic") return CreateOpenAi(p, options);
-    if (IsManaged(backend)) return CreateManaged(p, options);
+    if (IsManaged(backend)) return CreateManaged(*chosen, options, python);
     return Status::InvalidArgument(Where(p) + ": unknown backend '" + backend + "'");
   };
 }

@@ -1,7 +1,8 @@
-// Engines by `backend`: llama → the embedded engine (LlamaEngineFactory); openai → the OpenAI engine on
-// `endpoint`; sglang | vllm | llama-server → a server started for the shard (engine/managed_server.h) and the
-// OpenAI engine against it. Also the config → options mappings of the OpenAI engine and of server commands, as
-// pure functions (besides the API key lookup, which goes through the injected VarLookup). Thread-safe.
+// Engines by `backend` (when it is not written, by the model: process/llm/engine_choice.h): llama → the embedded engine
+// (LlamaEngineFactory); openai → the OpenAI engine on `endpoint`; sglang | vllm | llama-server → a server started for
+// the shard (engine/managed_server.h) and the OpenAI engine against it. Also the config → options mappings of the
+// OpenAI engine and of server commands, as pure functions (besides the API key lookup, which goes through the injected
+// VarLookup). Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +55,8 @@ Result<std::vector<std::string>> BuildServerCommand(const config::Processor& pro
 
 // Whether `processor` can run in this build, before anything starts: the model file of llama / llama-server
 // (a GGUF path or an hf:// reference), the llama-server binary next to mmirage (or on PATH) unless
-// server_command is given. Errors: kNotFound, kInvalidArgument, located at the processor.
+// server_command is given; for a Hub model id without `backend:`, that SGLang or vLLM is here. Errors: kNotFound,
+// kInvalidArgument, located at the processor.
 Status CheckBackendRunnable(const config::Processor& processor);
 
 }  // namespace mmirage::process::llm

@@ -1,0 +1,69 @@
+// A fleet: one Engine over N replica engines (managed servers pinned to GPU slices, or existing endpoints), so the
+// caller never learns how many there are. Requests go to the healthy replica with the fewest outstanding requests
+// (ties: round robin). Each replica engine does its own admission and per-attempt retries; the fleet only moves
+// requests between replicas.
+//
+// Failover: a request failing with a retryable error (any code but kInvalidArgument) is re-issued at once to
+// another healthy replica (at most max_attempts replicas per request, then the error is the answer). A replica
+// with fail_threshold consecutive retryable failures is taken out (a request that fails the same way on two
+// replicas is at fault itself: that failure counts against neither): every request in flight on it is re-issued to
+// the others at once, and, when it has a restart function, it is restarted after a backoff (restart_backoff_seconds
+// doubled per restart, at most max_restarts times); a restarted replica takes requests again. While no replica is
+// healthy but one is restarting, requests wait; when none is left, every waiting request fails (kUnavailable).
+// Every caller callback fires exactly once (a late answer from a replica the request has left is dropped).
+//
+// Thread-safety: as engine.h. Callbacks run on the replica engines' threads (or, when none is left, on the thread
+// that found it). Restarts run on tasks handed to options.run_async (default: one long-lived worker thread, so
+// a server a restart starts is not tied to a short-lived thread; joined at Shutdown). Ownership: the fleet owns its
+// replica engines.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace mmirage::engine {
+
+struct FleetReplica {
+  std::string name;  // for messages and stats: the URL, or "replica <i>"
+  std::unique_ptr<Engine> engine;
+  // Makes a fresh engine for this replica (starts its server again). nullptr: never restarted once taken out.
+  std::function<Result<std::unique_ptr<Engine>>()> restart;
+};
+
+struct FleetOptions {
+  int fail_threshold = 3;  // consecutive retryable failures → the replica is taken out
+  int max_attempts = 3;    // replicas one request may be sent to (re-issues included)
+  int max_restarts = 3;    // per replica
+  double restart_backoff_seconds = 1;
+  // Test hooks. run_async runs a restart task (default: the worker thread); sleep waits a backoff
+  // and returns early (false) when Shutdown begins (default: a condition variable wait).
+  std::function<void(std::function<void()>)> run_async;
+  std::function<void(double seconds)> sleep;
+};
+
+struct ReplicaStats {
+  std::string name;
+  bool healthy = true;
+  int64_t requests = 0;  // answers delivered from this replica
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t failures = 0;  // retryable failures seen
+  int64_t restarts = 0;
+};
+
+class FleetEngine : public Engine {
+ public:
+  // Per replica, at this moment.
+  virtual std::vector<ReplicaStats> Stats() const = 0;
+};
+
+// REQUIRES: replicas non-empty, each with an engine. Errors: kInvalidArgument (no replica, a null engine,
+// fail_threshold / max_attempts < 1, max_restarts < 0).
+Result<std::unique_ptr<FleetEngine>> CreateFleetEngine(std::vector<FleetReplica> replicas, FleetOptions options);
+
+}  // namespace mmirage::engine
