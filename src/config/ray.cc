@@ -17,15 +17,15 @@ int64_t ParseMemory(const std::string& text) {
   double number = 0;
   try {
     number = std::stod(text.substr(0, i));
-  } catch (const std::exception&) {
-    return -1;
-  }
+  } catch (const std::exception&) { return -1; }
   std::string unit = text.substr(i);
   while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   double scale = 0;
   if (unit.empty() || unit == "B") scale = 1;
-  for (auto [u, s] : {std::pair{"K", 1024.0}, {"M", 1024.0 * 1024}, {"G", 1024.0 * 1024 * 1024},
+  for (auto [u, s] : {std::pair{"K", 1024.0},
+                      {"M", 1024.0 * 1024},
+                      {"G", 1024.0 * 1024 * 1024},
                       {"T", 1024.0 * 1024 * 1024 * 1024}}) {
     if (unit == u || unit == std::string(u) + "B" || unit == std::string(u) + "IB") scale = s;
   }
@@ -49,8 +49,10 @@ void ReadRay(Diag* d, const VarLookup& vars, const YAML::Node& node, RayParams* 
   if (given) {
     MapReader r(d, &vars, node, "execution_params.ray");
     if (r.OptString("address", &address) && address && !IsHttpUrl(*address)) {
-      d->Error(r.LocOf("address"), "execution_params.ray.address must be the Ray dashboard's http(s)://host:port "
-                                   "(the Jobs API), got '" + *address + "'");
+      d->Error(r.LocOf("address"),
+               "execution_params.ray.address must be the Ray dashboard's http(s)://host:port "
+               "(the Jobs API), got '" +
+                   *address + "'");
     }
     if (r.Double("num_cpus", &ray->num_cpus) && !(ray->num_cpus >= 0))
       d->Error(r.LocOf("num_cpus"), "execution_params.ray.num_cpus must be >= 0");
@@ -58,14 +60,11 @@ void ReadRay(Diag* d, const VarLookup& vars, const YAML::Node& node, RayParams* 
       d->Error(r.LocOf("num_gpus"), "execution_params.ray.num_gpus must be >= 0");
     Value memory;
     if (r.AnyValue("memory", &memory)) {
-      int64_t bytes = memory.is_string() ? ParseMemory(memory.as_string())
-                      : memory.is_int()  ? memory.as_int()
-                                         : -1;
+      int64_t bytes = memory.is_string() ? ParseMemory(memory.as_string()) : memory.is_int() ? memory.as_int() : -1;
       if (bytes < 0)
-        d->Error(r.LocOf("memory"), "execution_params.ray.memory must be bytes or a size such as 16GiB, got " +
-                                        ToJson(memory));
-      else
-        ray->memory_bytes = bytes;
+        d->Error(r.LocOf("memory"),
+                 "execution_params.ray.memory must be bytes or a size such as 16GiB, got " + ToJson(memory));
+      else ray->memory_bytes = bytes;
     }
     Value env;
     if (r.MapValue("runtime_env", &env)) ray->runtime_env = env.as_object().empty() ? "" : ToJson(env);

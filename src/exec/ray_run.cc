@@ -65,8 +65,8 @@ Result<Value> Api(const Ctx& c, const std::string& method, const std::string& pa
   if (resp.transport != HttpTransport::kOk)
     return Status::Unavailable("Ray Jobs API " + where + ": " + resp.error + " (is the dashboard running there?)");
   if (resp.status_code < 200 || resp.status_code >= 300) {
-    std::string msg = "Ray Jobs API " + where + ": HTTP " + std::to_string(resp.status_code) + ": " +
-                      resp.body.substr(0, 300);
+    std::string msg =
+        "Ray Jobs API " + where + ": HTTP " + std::to_string(resp.status_code) + ": " + resp.body.substr(0, 300);
     return resp.status_code >= 500 ? Status::Unavailable(msg) : Status::InvalidArgument(msg);
   }
   auto v = ParseJson(resp.body);
@@ -76,9 +76,12 @@ Result<Value> Api(const Ctx& c, const std::string& method, const std::string& pa
 
 std::string Entrypoint(const Ctx& c, const std::vector<int64_t>& ids) {
   const config::RayParams& r = c.o.config->execution.ray;
-  std::vector<std::string> argv = {r.python,        c.driver,           "--mmirage-bin", c.paths.mmirage_bin,
-                                   "--config",      c.paths.config_path, "--cwd",        c.paths.project_root,
-                                   "--shards",      JoinIds(ids),        "--num-cpus",   std::to_string(r.num_cpus),
+  std::vector<std::string> argv = {r.python,        c.driver,
+                                   "--mmirage-bin", c.paths.mmirage_bin,
+                                   "--config",      c.paths.config_path,
+                                   "--cwd",         c.paths.project_root,
+                                   "--shards",      JoinIds(ids),
+                                   "--num-cpus",    std::to_string(r.num_cpus),
                                    "--num-gpus",    std::to_string(r.num_gpus)};
   if (r.memory_bytes > 0) argv.insert(argv.end(), {"--memory", std::to_string(r.memory_bytes)});
   if (r.max_parallel > 0) argv.insert(argv.end(), {"--max-parallel", std::to_string(r.max_parallel)});
@@ -141,8 +144,8 @@ bool SleepUnlessStopped(Env* env, uint64_t micros) {
 // Polls until the job is terminal; returns its final status. A stop signal stops the job first.
 Result<std::string> WaitForJob(const Ctx& c, const std::string& job_id, const std::vector<int64_t>& ids) {
   Env* env = c.o.env;
-  const uint64_t poll_us = static_cast<uint64_t>(std::max<int64_t>(1, c.o.config->execution.poll_interval_seconds)) *
-                           1000000;
+  const uint64_t poll_us =
+      static_cast<uint64_t>(std::max<int64_t>(1, c.o.config->execution.poll_interval_seconds)) * 1000000;
   LOG_INFO("Waiting for Ray job " << job_id);
   uint64_t failing_since = 0;
   std::string last;
@@ -186,7 +189,8 @@ ShardOutcome Judge(const Ctx& c, const ShardDetail& d, const std::string& job_st
     return out;
   }
   std::string logs = " (Ray job " + job_id + " " + job_state + "; its log: `ray job logs " + job_id + "`)";
-  if (d.attempts <= attempts_before && d.status != ShardStatus::kSuccess) out.reason = "the task never started the shard" + logs;
+  if (d.attempts <= attempts_before && d.status != ShardStatus::kSuccess)
+    out.reason = "the task never started the shard" + logs;
   else if (d.status == ShardStatus::kRunning) out.reason = "the task ended while the shard was running" + logs;
   else out.reason = d.error.value_or(std::string("status ") + ShardStatusName(d.status)) + logs;
   out.exhausted = spent >= c.o.config->execution.max_retries + 1;
@@ -194,8 +198,8 @@ ShardOutcome Judge(const Ctx& c, const ShardDetail& d, const std::string& job_st
 }
 
 // One job for `ids` (or the reattached `live` one), waited for and judged into *report.
-Status Round(const Ctx& c, const std::vector<int64_t>& ids, const std::string& live,
-             std::map<int64_t, int64_t>* spent, SlurmRunReport* report) {
+Status Round(const Ctx& c, const std::vector<int64_t>& ids, const std::string& live, std::map<int64_t, int64_t>* spent,
+             SlurmRunReport* report) {
   Classification before = ClassifyShards(c.classify);
   std::string job_id = live;
   if (job_id.empty()) { MMIRAGE_ASSIGN_OR_RETURN(job_id, Submit(c, ids)); }
@@ -209,8 +213,8 @@ Status Round(const Ctx& c, const std::vector<int64_t>& ids, const std::string& l
     const ShardDetail& d = after.shards[static_cast<size_t>(id)];
     int64_t& ours = (*spent)[id];
     ++ours;
-    ShardOutcome s = Judge(c, d, final_state, before.shards[static_cast<size_t>(id)].attempts,
-                           std::max(ours, d.attempts), job_id);
+    ShardOutcome s =
+        Judge(c, d, final_state, before.shards[static_cast<size_t>(id)].attempts, std::max(ours, d.attempts), job_id);
     report->shards[id] = s;
   }
   for (const auto& [id, s] : report->shards) {
@@ -226,12 +230,12 @@ Status Round(const Ctx& c, const std::vector<int64_t>& ids, const std::string& l
 
 Result<std::string> FindRayDriver(Env* env, const std::string& mmirage_bin) {
   std::string dir = Dirname(mmirage_bin);
-  for (const std::string& p : {JoinPath(dir, "share/mmirage/ray_driver.py"),
-                               JoinPath(Dirname(dir), "share/mmirage/ray_driver.py")}) {
+  for (const std::string& p :
+       {JoinPath(dir, "share/mmirage/ray_driver.py"), JoinPath(Dirname(dir), "share/mmirage/ray_driver.py")}) {
     if (env->FileExists(p)) return p;
   }
-  return Status::NotFound("the Ray driver program share/mmirage/ray_driver.py is not installed next to " +
-                          mmirage_bin + " (install the bundle with scripts/install.sh)");
+  return Status::NotFound("the Ray driver program share/mmirage/ray_driver.py is not installed next to " + mmirage_bin +
+                          " (install the bundle with scripts/install.sh)");
 }
 
 Result<SlurmRunReport> RunRayLoop(const RayOptions& options) {
@@ -241,7 +245,8 @@ Result<SlurmRunReport> RunRayLoop(const RayOptions& options) {
   std::vector<int64_t> ids;
   for (const ShardDetail& d : ClassifyShards(c.classify).shards) {
     spent[d.shard_id] = d.attempts;
-    if (d.shard_class == ShardClass::kSuccessful) report.shards[d.shard_id] = ShardOutcome{d.shard_id, true, d.attempts};
+    if (d.shard_class == ShardClass::kSuccessful)
+      report.shards[d.shard_id] = ShardOutcome{d.shard_id, true, d.attempts};
     else ids.push_back(d.shard_id);
   }
   if (ids.empty()) {
@@ -255,8 +260,10 @@ Result<SlurmRunReport> RunRayLoop(const RayOptions& options) {
     MMIRAGE_TRY(Round(c, ids, live, &spent, &report));
     live.clear();
     if (!c.o.auto_retry && !c.o.wait) {
-      LOG_INFO("Not waiting for the Ray job (execution_params.retry and merge are false); follow it with "
-               "`mmirage check --config " << c.paths.config_path << "`");
+      LOG_INFO(
+          "Not waiting for the Ray job (execution_params.retry and merge are false); follow it with "
+          "`mmirage check --config "
+          << c.paths.config_path << "`");
       return report;
     }
     if (report.all_succeeded) {
