@@ -86,8 +86,8 @@ class RayTest : public ::testing::Test {
       ::execv(ray.c_str(), argv.data());
       ::_exit(127);
     }
-    bool up = WaitFor(
-        [&] { return RunCommand("curl -sf " + address_ + "/api/jobs/ -o /dev/null").exit_code == 0; }, 60);
+    bool up =
+        WaitFor([&] { return RunCommand("curl -sf " + address_ + "/api/jobs/ -o /dev/null").exit_code == 0; }, 60);
     if (!up) {
       error_ = "the local Ray head (" + ray + " start --head) did not serve its Jobs API at " + address_ +
                " within 60 s (run scripts/setup.sh --for-tests, which installs tests/requirements-dist.txt): " +
@@ -123,9 +123,8 @@ std::string Execution(const std::string& mode_block) {
 TEST_F(RayTest, FourShardsMatchLocalAndAKilledShardTaskIsRetried) {
   TempDir d;
   WriteFile(d.Path("data.jsonl"), MakeRows(40000));
-  WriteFile(d.Path("l.yaml"),
-            RestructureConfig(d.Path("data.jsonl"), d.Path("lout"), d.Path("lstate"), "  num_shards: 4\n",
-                              Execution("")));
+  WriteFile(d.Path("l.yaml"), RestructureConfig(d.Path("data.jsonl"), d.Path("lout"), d.Path("lstate"),
+                                                "  num_shards: 4\n", Execution("")));
   auto local = RunMmirage("run --config " + d.Path("l.yaml") + " --log-level WARNING");
   ASSERT_EQ(local.exit_code, 0) << local.err;
   std::vector<std::string> want = CatLines(d.Path("lout/merged"));
