@@ -1,7 +1,8 @@
 // execution_params.mode: ray against a real local Ray head (`ray start --head --num-cpus 2` from the test venv,
 // tests/requirements-dist.txt), started for this suite on 127.0.0.1 and stopped on the way out with everything it
 // started: a 4-shard model-free config run as a Ray job gives the output of a local run, and a shard process killed
-// mid-run is judged failed, resubmitted, and the merged output is still the local one.
+// mid-run is judged failed, resubmitted, and the merged output is still the local one; a 2-shard config on the
+// synthetic model gives the rows of a local run too.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -167,6 +168,31 @@ TEST_F(RayTest, FourShardsMatchLocalAndAKilledShardTaskIsRetried) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(log);
   EXPECT_NE(ReadFile(log).find("Retrying failed shards: 1"), std::string::npos) << ReadFile(log);
   EXPECT_EQ(CatLines(d.Path("kout/merged")), want);
+
+  // The synthetic model, 2 shards: each Ray task loads the model in its shard process.
+  ASSERT_FALSE(SharedTinyModel().empty()) << "cannot generate the synthetic model with " << MakeTestModelTool();
+  WriteFile(d.Path("small.jsonl"), MakeRows(6));
+  auto llm = [&](const std::string& out, const std::string& mode) {
+    return "processors:\n  - type: llm\n    server_args:\n      model_path: " + SharedTinyModel() +
+           "\n      extra_engine_args: {max_running_requests: 1, context_length: 256, n_threads: 1}\n"
+           "    default_sampling_params: {temperature: 0, max_new_tokens: 8}\n"
+           "loading_params:\n  datasets: [{type: JSONL, path: " +
+           d.Path("small.jsonl") + ", output_dir: " + d.Path(out) +
+           ", output_format: jsonl}]\n  state_dir: " + d.Path(out + "_state") +
+           "\n  num_shards: 2\nprocessing_params:\n  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
+           "  outputs: [{name: answer, type: llm, prompt: \"Rewrite: {{ text }}\"}]\n  remove_columns: true\n"
+           "  output_schema: {id: \"{{ id }}\", answer: \"{{ answer }}\"}\n" +
+           Execution("  cache: off\n" + mode);
+  };
+  WriteFile(d.Path("llm_local.yaml"), llm("llm_local", ""));
+  auto llm_local = RunMmirage("run --config " + d.Path("llm_local.yaml") + " --log-level WARNING");
+  ASSERT_EQ(llm_local.exit_code, 0) << llm_local.err;
+  WriteFile(d.Path("llm_ray.yaml"), llm("llm_ray", ray_block));
+  auto llm_ray = RunMmirage("run --config " + d.Path("llm_ray.yaml") + " --log-level WARNING");
+  ASSERT_EQ(llm_ray.exit_code, 0) << llm_ray.err;
+  std::vector<std::string> llm_want = CatLines(d.Path("llm_local/merged"));
+  ASSERT_EQ(llm_want.size(), 6u);
+  EXPECT_EQ(CatLines(d.Path("llm_ray/merged")), llm_want);
 }
 
 }  // namespace

@@ -121,8 +121,10 @@ TEST_F(RayRunTest, ALiveJobOfTheSameConfigIsReattachedNotResubmitted) {
   Value md = Value::EmptyObject();
   md.Set("mmirage_config", Value(dir_.Path("cfg.yaml")));
   md.Set("mmirage_fingerprint", Value(std::to_string(config_.fingerprint)));
-  live_jobs_ = "[{\"submission_id\":\"other\",\"status\":\"RUNNING\",\"metadata\":{}},"
-               "{\"submission_id\":\"mine\",\"status\":\"RUNNING\",\"metadata\":" + ToJson(md) + "}]";
+  live_jobs_ =
+      "[{\"submission_id\":\"other\",\"status\":\"RUNNING\",\"metadata\":{}},"
+      "{\"submission_id\":\"mine\",\"status\":\"RUNNING\",\"metadata\":" +
+      ToJson(md) + "}]";
   job_status_ = [&](const std::string& id) {
     if (id == "mine") {
       Succeed(0);
