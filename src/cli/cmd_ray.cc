@@ -42,4 +42,14 @@ int RunRay(const config::Config& config, bool force_retry, bool stats) {
   return kExitOk;
 }
 
+Status RunRayShards(const config::Config& config, const std::vector<int64_t>& ids, bool stats) {
+  exec::RayOptions ro;
+  ro.config = &config;
+  ro.stats = stats;
+  ro.wait = true;
+  ro.shard_ids = ids;
+  InstallStopSignalHandlers();
+  return exec::RunRayLoop(ro).status();
+}
+
 }  // namespace mmirage::cli

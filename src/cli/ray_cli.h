@@ -2,7 +2,11 @@
 // One command per process, on the main thread.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "config/config.h"
+#include "util/status.h"
 
 namespace mmirage::cli {
 
@@ -10,5 +14,9 @@ namespace mmirage::cli {
 // --force-retry), merges when execution_params.merge. Returns the exit code: 0 when every shard succeeded (and
 // merged) or when submitted without waiting; 128+signal after a stop signal (the job is stopped); 1 otherwise.
 int RunRay(const config::Config& config, bool force_retry, bool stats);
+
+// `check --retry` / `retry` in ray mode: one Ray job of exactly `ids`, waited for, without resubmission.
+// Errors: the Jobs API unreachable or refusing the job, bad paths, a stop signal.
+Status RunRayShards(const config::Config& config, const std::vector<int64_t>& ids, bool stats);
 
 }  // namespace mmirage::cli

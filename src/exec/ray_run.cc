@@ -243,14 +243,16 @@ Result<SlurmRunReport> RunRayLoop(const RayOptions& options) {
   SlurmRunReport report;
   std::map<int64_t, int64_t> spent;
   std::vector<int64_t> ids;
+  const std::vector<int64_t>& only = c.o.shard_ids;
   for (const ShardDetail& d : ClassifyShards(c.classify).shards) {
+    if (!only.empty() && std::find(only.begin(), only.end(), d.shard_id) == only.end()) continue;
     spent[d.shard_id] = d.attempts;
     if (d.shard_class == ShardClass::kSuccessful)
       report.shards[d.shard_id] = ShardOutcome{d.shard_id, true, d.attempts};
     else ids.push_back(d.shard_id);
   }
   if (ids.empty()) {
-    LOG_INFO("All " << c.num_shards << " shards already completed successfully; nothing to submit");
+    LOG_INFO("All " << spent.size() << " shards already completed successfully; nothing to submit");
     report.all_succeeded = true;
     return report;
   }

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "exec/slurm_run.h"
@@ -25,13 +26,14 @@ using HttpFn = std::function<HttpResponse(const HttpRequest&)>;
 struct RayOptions {
   Env* env = nullptr;  // default Env::Default()
   const config::Config* config = nullptr;
-  HttpFn http;              // default HttpFetch
-  std::string cwd;          // default: the process's working directory
-  std::string self_exe;     // default SelfExecutablePath(); used when mmirage_bin is unset
-  config::VarLookup vars;   // default the process environment
-  bool stats = false;       // tasks collect GPU stats (--stats)
-  bool auto_retry = false;  // resubmit failed shards (execution_params.retry or --force-retry)
-  bool wait = false;        // wait even without auto_retry (merge: true needs completion)
+  HttpFn http;                     // default HttpFetch
+  std::string cwd;                 // default: the process's working directory
+  std::string self_exe;            // default SelfExecutablePath(); used when mmirage_bin is unset
+  config::VarLookup vars;          // default the process environment
+  bool stats = false;              // tasks collect GPU stats (--stats)
+  bool auto_retry = false;         // resubmit failed shards (execution_params.retry or --force-retry)
+  bool wait = false;               // wait even without auto_retry (merge: true needs completion)
+  std::vector<int64_t> shard_ids;  // non-empty: only these shards (those of them not yet successful)
 };
 
 // The driver program for `mmirage_bin`: <dir>/share/mmirage/ray_driver.py or <dir>/../share/mmirage/ray_driver.py.

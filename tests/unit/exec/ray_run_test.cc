@@ -139,6 +139,20 @@ TEST_F(RayRunTest, ALiveJobOfTheSameConfigIsReattachedNotResubmitted) {
   EXPECT_EQ(r->job_ids, (std::vector<std::string>{"mine"}));
 }
 
+TEST_F(RayRunTest, RetryOfGivenShardsSubmitsOnlyThoseOnceAndWaits) {
+  RayOptions o = Options();
+  o.auto_retry = false;
+  o.wait = true;
+  o.shard_ids = {1};
+  job_status_ = [](const std::string&) { return "FAILED"; };
+  auto r = RunRayLoop(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(bodies_.size(), 1u);
+  EXPECT_NE(bodies_[0].find("--shards 1 "), std::string::npos) << bodies_[0];
+  EXPECT_EQ(r->failed, (std::vector<int64_t>{1}));
+  EXPECT_EQ(r->shards.count(0), 0u);
+}
+
 TEST_F(RayRunTest, AnUnreachableDashboardIsAClearError) {
   RayOptions o = Options();
   o.http = [](const HttpRequest&) {
