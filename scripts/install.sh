@@ -14,7 +14,7 @@
 #   P/bin/llama-server            llama.cpp's OpenAI-compatible server (for `backend: llama-server`), beside
 #                                 mmirage where it looks for it; built by setup.sh --with-server if missing
 #   P/share/mmirage/              the `custom` processor's worker program (custom_worker.py, found relative to
-#                                 bin/mmirage) and examples/ (the quickstart configs)
+#                                 bin/mmirage), the Ray job driver (ray_driver.py) and examples/ (the quickstart configs)
 #
 # --tarball also writes mmirage-<version>-linux-x86_64.tar.gz (one top folder of that name) next to P.
 # The bundle needs only glibc (2.34 or newer) and the kernel: moved anywhere, it still finds its libraries.
@@ -114,6 +114,7 @@ if [ "$SERVER" = 1 ]; then
   copy_deps "$PREFIX/bin/llama-server"
 fi
 [ -f "$ROOT/share/mmirage/custom_worker.py" ] && cp "$ROOT/share/mmirage/custom_worker.py" "$PREFIX/share/mmirage/"
+[ -f "$ROOT/share/mmirage/ray_driver.py" ] && cp "$ROOT/share/mmirage/ray_driver.py" "$PREFIX/share/mmirage/"
 cp -r "$ROOT/examples" "$PREFIX/share/mmirage/examples"
 
 # RUNPATH: executables look in ../lib, libraries beside themselves. (A library's own RUNPATH is what the loader

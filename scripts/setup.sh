@@ -343,7 +343,7 @@ if [ "$FOR_TESTS" = 1 ]; then
     touch "$VENV/.complete"
   fi
   if [ ! -f "$DIST_VENV/.complete" ]; then
-    log "creating the distributed-test venv at $DIST_VENV (moto)"
+    log "creating the distributed-test venv at $DIST_VENV (moto, ray)"
     rm -rf "$DIST_VENV"
     python3 -m venv "$DIST_VENV"
     "$DIST_VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tests/requirements-dist.txt"
@@ -366,6 +366,6 @@ fi
 mkdir -p "$BUILD/models"
 [ -f "$MODEL_FILE" ] && ln -sfn "$MODEL_FILE" "$BUILD/models/smollm2-135m-instruct-q4_1.gguf"
 [ "$FOR_TESTS" = 1 ] && ln -sfn "$VENV" "$BUILD/venv"   # the test/benchmark Python of this checkout
-[ "$FOR_TESTS" = 1 ] && ln -sfn "$DIST_VENV" "$BUILD/venv-dist"   # moto for the s3:// tests
+[ "$FOR_TESTS" = 1 ] && ln -sfn "$DIST_VENV" "$BUILD/venv-dist"   # moto and ray for the s3:// and Ray-mode tests
 [ -n "$LLAMA_SERVER" ] && ln -sfn "$LLAMA_SERVER" "$BUILD/llama-server"
 log "done: $BUILD/mmirage (llama.cpp: $LLAMA_MODE)"

@@ -7,6 +7,7 @@
 
 #include "cli/shard_commands.h"
 #include "exec/local_executor.h"
+#include "cli/ray_cli.h"
 #include "cli/slurm_cli.h"
 #include "data/json.h"
 #include "batch/shard.h"
@@ -149,6 +150,13 @@ int RetryShards(const config::Config& config, const exec::ClassifyOptions& co, c
     Status submitted = SubmitSlurmShards(config, c.failed, request.stats);
     if (!submitted.ok()) ReportError(submitted);
     return submitted.ok() ? kExitOk : kExitFailure;
+  }
+  if (config.execution.mode == "ray") {  // one Ray job of exactly the retryable shards, waited for
+    Status ran = RunRayShards(config, c.failed, request.stats);
+    if (!ran.ok()) ReportError(ran);
+    exec::Classification after = exec::ClassifyShards(co);
+    PrintClassification(after, request.json);
+    return ran.ok() && after.AllSucceeded() ? kExitOk : kExitFailure;
   }
   auto self = SelfExecutablePath();
   if (!self.ok()) {

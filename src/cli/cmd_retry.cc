@@ -1,4 +1,4 @@
-// `mmirage retry`: re-run the retryable failed shards (SLURM and local mode). Exit 0 only when every shard has
+// `mmirage retry`: re-run the retryable failed shards (SLURM, Ray and local mode). Exit 0 only when every shard has
 // succeeded at the end; a running shard is not "already succeeded".
 #include <iostream>
 #include <memory>

@@ -8,6 +8,7 @@
 
 #include "cli/common.h"
 #include "cli/merge_common.h"
+#include "cli/ray_cli.h"
 #include "cli/slurm_cli.h"
 #include "exec/local_executor.h"
 #include "batch/shard.h"
@@ -58,6 +59,7 @@ int Run(const RunOptions& o) {
     }
   }
   if (config->execution.mode == "slurm" && !o.shard_id) return RunSlurm(*config, o.force_retry, o.stats);
+  if (config->execution.mode == "ray" && !o.shard_id) return RunRay(*config, o.force_retry, o.stats);
   if (batch && (o.shard_id || !(config->execution.retry || o.force_retry) || !o.export_prompts.empty())) {
     InstallStopSignalHandlers();
     return RunBatchShardCommand(*config, config->loading.shard_id, o.export_prompts, o.resubmit_failed,

@@ -28,7 +28,8 @@ struct RetryRequest {
   std::string log_level = "INFO";
 };
 // Confirms, then re-runs the retryable failed shards of `c` (locally, as worker processes, within their attempt
-// budget) or resubmits them (SLURM), and prints the classification afterwards. Returns the exit code.
+// budget), resubmits them (SLURM) or runs them as one waited-for Ray job (ray mode), and prints the
+// classification afterwards. Returns the exit code.
 int RetryShards(const config::Config& config, const exec::ClassifyOptions& co, const exec::Classification& c,
                 const RetryRequest& request);
 

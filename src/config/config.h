@@ -253,8 +253,19 @@ struct LoadingParams {
 };
 
 // ---- execution -------------------------------------------------------------------------------------------------
+// execution_params.ray (mode: ray; docs/ray.md): where the Ray Jobs API is and what each shard task asks for.
+struct RayParams {
+  std::string address;       // dashboard URL http(s)://host:port; default $RAY_ADDRESS, then http://127.0.0.1:8265
+  double num_cpus = 1;       // per shard task, >= 0
+  double num_gpus = 0;       // per shard task, >= 0
+  int64_t memory_bytes = 0;  // per shard task; 0: no memory request
+  std::string runtime_env;   // JSON object text ("" when absent), passed to the job as its runtime_env
+  int64_t max_parallel = 0;  // shard tasks at once; 0: as many as the cluster schedules
+  std::string python = "python3";  // the cluster's Python that runs the driver program
+};
+
 struct ExecutionParams {
-  std::string mode = "local";  // local | slurm
+  std::string mode = "local";  // local | slurm | ray
   bool retry = false;
   bool merge = false;
   int64_t max_retries = 3;
@@ -293,6 +304,7 @@ struct ExecutionParams {
   std::string cache = "readwrite";  // off | read | readwrite (YAML `off`/false is accepted for off)
   std::string cache_dir;            // resolved at load; default <parent of state_dir>/generation_cache
   double cache_max_gb = 10;         // sealed cache files beyond this are evicted (LRU), > 0
+  RayParams ray;                    // mode: ray
 };
 
 struct Config {

@@ -491,8 +491,9 @@ void ReadExecution(Diag* d, const VarLookup& vars, const YAML::Node& node, Execu
     return;
   }
   MapReader r(d, &vars, node, "execution_params");
-  if (r.String("mode", &e->mode) && e->mode != "local" && e->mode != "slurm")
-    d->Error(r.LocOf("mode"), "Invalid execution mode: '" + e->mode + "'. Must be 'local' or 'slurm'.");
+  if (r.String("mode", &e->mode) && e->mode != "local" && e->mode != "slurm" && e->mode != "ray")
+    d->Error(r.LocOf("mode"), "Invalid execution mode: '" + e->mode + "'. Must be 'local', 'slurm' or 'ray'.");
+  ReadRay(d, vars, r.Get("ray"), &e->ray);
   r.Bool("retry", &e->retry);
   r.Bool("merge", &e->merge);
   if (r.Int("max_retries", &e->max_retries) && e->max_retries < 0)

@@ -12,6 +12,9 @@ namespace mmirage::config {
 // `yaml` is the source text, used to place template errors on the right line of block scalars.
 void ReadProcessing(Diag* d, const VarLookup& vars, const std::string& yaml, const YAML::Node& node, Config* c);
 
+// execution_params.ray (ray.cc). `vars` supplies RAY_ADDRESS when `address` is absent.
+void ReadRay(Diag* d, const VarLookup& vars, const YAML::Node& node, RayParams* ray);
+
 // Checks that need several sections: processors for every output, computability of prompts, shard range,
 // non-empty datasets. Appends errors/warnings to *d.
 void ValidateConfig(Diag* d, Config* c);

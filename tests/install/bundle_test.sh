@@ -28,7 +28,7 @@ tar xzf "$TARBALL" -C "$TMP/unpacked"
 TOP="$(ls "$TMP/unpacked")"
 B="$TMP/unpacked/$TOP"
 [ "$TOP" = "$(basename "$TARBALL" .tar.gz)" ] || fail "tarball's top folder is '$TOP'"
-for f in bin/mmirage bin/llama-server share/mmirage/custom_worker.py share/mmirage/examples/quickstart/restructure.yaml; do
+for f in bin/mmirage bin/llama-server share/mmirage/custom_worker.py share/mmirage/ray_driver.py share/mmirage/examples/quickstart/restructure.yaml; do
   [ -e "$B/$f" ] || fail "bundle lacks $f"
 done
 # Every shared module of the build (libmmirage_*.so, loaded on first use) travels in lib/.

@@ -280,7 +280,7 @@ TEST(ConfigTest, SlurmModeRequiresAnAccount) {
   EXPECT_NE(c.status().message().find("account is required when mode='slurm'"), std::string::npos);
   auto bad = Load(std::string(kMinimal) + "execution_params:\n  mode: cloud\n");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("Invalid execution mode: 'cloud'. Must be 'local' or 'slurm'."),
+  EXPECT_NE(bad.status().message().find("Invalid execution mode: 'cloud'. Must be 'local', 'slurm' or 'ray'."),
             std::string::npos);
 }
 

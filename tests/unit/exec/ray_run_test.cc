@@ -1,0 +1,194 @@
+// The Ray run loop with a scripted Jobs API (a real Ray head is exercised by tests/e2e/ray_test.cc): the job's
+// entrypoint and metadata, resubmission of the failed shards alone, reattachment, an unreachable dashboard, and a
+// stop signal stopping the job.
+#include "exec/ray_run.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <functional>
+
+#include "data/json.h"
+#include "state/shard_state.h"
+#include "support/test_util.h"
+#include "util/signals.h"
+
+namespace mmirage::exec {
+namespace {
+
+class RayRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::WriteFile(dir_.Path("data.jsonl"), "{\"a\":1}\n{\"a\":2}\n");
+    testing::WriteFile(dir_.Path("bundle/bin/mmirage"), "");
+    testing::WriteFile(dir_.Path("bundle/share/mmirage/ray_driver.py"), "");
+    std::string yaml = "processors: []\nloading_params:\n  datasets: [{type: JSONL, path: " + dir_.Path("data.jsonl") +
+                       ", output_dir: " + dir_.Path("out") + "}]\n  state_dir: " + dir_.Path("state") +
+                       "\n  num_shards: 2\nprocessing_params:\n  inputs: [{name: a, key: a}]\n  outputs: []\n"
+                       "  output_schema: {a: \"{{ a }}\"}\nexecution_params:\n  mode: ray\n  retry: true\n"
+                       "  max_retries: 2\n  poll_interval_seconds: 1\n  ray:\n    address: http://head:8265\n"
+                       "    num_gpus: 1\n    memory: 2GiB\n    max_parallel: 3\n"
+                       "    runtime_env: {env_vars: {X: y}}\n";
+    auto c = config::LoadConfigFromString(yaml, dir_.Path("cfg.yaml"));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    config_ = std::move(*c);
+  }
+
+  // POST /api/jobs/ records the body and calls on_submit(n); GET /api/jobs/<id> answers job_status(id);
+  // GET /api/jobs/ answers `live_jobs`; POST .../stop is recorded.
+  RayOptions Options() {
+    RayOptions o;
+    o.config = &config_;
+    o.cwd = dir_.path();
+    o.self_exe = dir_.Path("bundle/bin/mmirage");
+    o.auto_retry = true;
+    o.http = [this](const HttpRequest& req) {
+      HttpResponse r;
+      r.status_code = 200;
+      calls_.push_back(req.method + " " + req.url);
+      if (req.method == "POST" && req.url == "http://head:8265/api/jobs/") {
+        bodies_.push_back(req.body);
+        if (on_submit_) on_submit_(static_cast<int>(bodies_.size()) - 1);
+        r.body = "{\"job_id\":\"raysubmit_x\",\"submission_id\":\"s\"}";
+      } else if (req.method == "GET" && req.url == "http://head:8265/api/jobs/") {
+        r.body = live_jobs_;
+      } else if (req.method == "GET") {
+        r.body = "{\"status\":\"" + job_status_(req.url.substr(req.url.rfind('/') + 1)) + "\"}";
+      } else {
+        r.body = "{\"stopped\":true}";
+      }
+      return r;
+    };
+    return o;
+  }
+
+  void Succeed(int id) {
+    ShardState s(Env::Default(), dir_.Path("state"), id);
+    ASSERT_TRUE(s.MarkRunning({}).ok());
+    ASSERT_TRUE(s.MarkSuccess(Value(), 0).ok());
+  }
+
+  testing::TempDir dir_;
+  config::Config config_;
+  std::vector<std::string> bodies_, calls_;
+  std::string live_jobs_ = "[]";
+  std::function<void(int)> on_submit_;
+  std::function<std::string(const std::string&)> job_status_ = [](const std::string&) { return "SUCCEEDED"; };
+};
+
+TEST_F(RayRunTest, AShardKilledWhileRunningIsResubmittedAlone) {
+  on_submit_ = [&](int n) {
+    if (n == 0) {
+      Succeed(0);
+      ShardState s1(Env::Default(), dir_.Path("state"), 1);
+      ASSERT_TRUE(s1.MarkRunning({}).ok());  // then killed: the status stays "running"
+    } else {
+      Succeed(1);
+    }
+  };
+  job_status_ = [&](const std::string&) { return bodies_.size() == 1 ? "FAILED" : "SUCCEEDED"; };
+  auto r = RunRayLoop(Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->all_succeeded);
+  ASSERT_EQ(bodies_.size(), 2u);
+  auto first = ParseJson(bodies_[0]);
+  ASSERT_TRUE(first.ok()) << bodies_[0];
+  std::string entry = first->Find("entrypoint")->as_string();
+  EXPECT_NE(entry.find("python3 " + dir_.Path("bundle/share/mmirage/ray_driver.py")), std::string::npos) << entry;
+  EXPECT_NE(entry.find("--mmirage-bin " + dir_.Path("bundle/bin/mmirage")), std::string::npos) << entry;
+  EXPECT_NE(entry.find("--shards 0,1 "), std::string::npos) << entry;
+  EXPECT_NE(entry.find("--num-gpus 1"), std::string::npos) << entry;
+  EXPECT_NE(entry.find("--memory 2147483648"), std::string::npos) << entry;
+  EXPECT_NE(entry.find("--max-parallel 3"), std::string::npos) << entry;
+  EXPECT_EQ(ToJson(*first->Find("runtime_env")), R"({"env_vars":{"X":"y"}})");
+  EXPECT_EQ(first->Find("metadata")->Find("mmirage_config")->as_string(), dir_.Path("cfg.yaml"));
+  auto second = ParseJson(bodies_[1]);
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE(second->Find("entrypoint")->as_string().find("--shards 1 "), std::string::npos);
+}
+
+TEST_F(RayRunTest, TheBudgetEndsTheLoopWhenTasksNeverStart) {
+  job_status_ = [](const std::string&) { return "FAILED"; };
+  auto r = RunRayLoop(Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->all_succeeded);
+  EXPECT_EQ(bodies_.size(), 3u);  // max_retries + 1
+  EXPECT_EQ(r->exhausted, (std::vector<int64_t>{0, 1}));
+  EXPECT_NE(r->shards.at(0).reason.find("never started the shard"), std::string::npos) << r->shards.at(0).reason;
+}
+
+TEST_F(RayRunTest, ALiveJobOfTheSameConfigIsReattachedNotResubmitted) {
+  Value md = Value::EmptyObject();
+  md.Set("mmirage_config", Value(dir_.Path("cfg.yaml")));
+  md.Set("mmirage_fingerprint", Value(std::to_string(config_.fingerprint)));
+  live_jobs_ =
+      "[{\"submission_id\":\"other\",\"status\":\"RUNNING\",\"metadata\":{}},"
+      "{\"submission_id\":\"mine\",\"status\":\"RUNNING\",\"metadata\":" +
+      ToJson(md) + "}]";
+  job_status_ = [&](const std::string& id) {
+    if (id == "mine") {
+      Succeed(0);
+      Succeed(1);
+    }
+    return "SUCCEEDED";
+  };
+  auto r = RunRayLoop(Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->all_succeeded);
+  EXPECT_TRUE(bodies_.empty());
+  EXPECT_EQ(r->job_ids, (std::vector<std::string>{"mine"}));
+}
+
+TEST_F(RayRunTest, RetryOfGivenShardsSubmitsOnlyThoseOnceAndWaits) {
+  RayOptions o = Options();
+  o.auto_retry = false;
+  o.wait = true;
+  o.shard_ids = {1};
+  job_status_ = [](const std::string&) { return "FAILED"; };
+  auto r = RunRayLoop(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(bodies_.size(), 1u);
+  EXPECT_NE(bodies_[0].find("--shards 1 "), std::string::npos) << bodies_[0];
+  EXPECT_EQ(r->failed, (std::vector<int64_t>{1}));
+  EXPECT_EQ(r->shards.count(0), 0u);
+}
+
+TEST_F(RayRunTest, AnUnreachableDashboardIsAClearError) {
+  RayOptions o = Options();
+  o.http = [](const HttpRequest&) {
+    HttpResponse r;
+    r.transport = HttpTransport::kConnect;
+    r.error = "Connection refused";
+    return r;
+  };
+  auto r = RunRayLoop(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("POST http://head:8265/api/jobs/: Connection refused"), std::string::npos)
+      << r.status().message();
+}
+
+TEST_F(RayRunTest, AMissingDriverProgramIsAClearError) {
+  RayOptions o = Options();
+  o.self_exe = dir_.Path("data.jsonl");
+  auto r = RunRayLoop(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("share/mmirage/ray_driver.py is not installed"), std::string::npos)
+      << r.status().message();
+}
+
+// Last in this file: the stop request of the process cannot be withdrawn.
+TEST_F(RayRunTest, AStopSignalStopsTheJob) {
+  job_status_ = [](const std::string&) {
+    TestRequestStop(SIGTERM);
+    return "RUNNING";
+  };
+  auto r = RunRayLoop(Options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stopped by SIGTERM"), std::string::npos) << r.status().message();
+  ASSERT_FALSE(calls_.empty());
+  EXPECT_EQ(calls_.back().substr(0, 30), "POST http://head:8265/api/jobs");
+  EXPECT_NE(calls_.back().find("/stop"), std::string::npos) << calls_.back();
+}
+
+}  // namespace
+}  // namespace mmirage::exec
