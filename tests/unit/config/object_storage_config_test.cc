@@ -19,7 +19,8 @@ Result<Config> LoadWithHome(const std::string& yaml) {
 }
 
 std::string Config(const std::string& state_dir, const std::string& execution) {
-  return "processors: []\nloading_params:\n  datasets:\n    - {type: JSONL, path: s3://b/in.jsonl, output_dir: s3://b/out}\n"
+  return "processors: []\nloading_params:\n  datasets:\n    - {type: JSONL, path: s3://b/in.jsonl, output_dir: "
+         "s3://b/out}\n"
          "  state_dir: " +
          state_dir + "\nprocessing_params:\n  inputs: [{name: text, key: text}]\n  outputs: []\n" +
          "  output_schema: {copy: \"{{ text }}\"}\n" + execution;
