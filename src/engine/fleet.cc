@@ -6,7 +6,9 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 
 #include "util/log.h"
 
@@ -55,6 +57,7 @@ class Fleet : public FleetEngine {
     uint64_t attempt = 0;  // the answer of this attempt only is taken
     int attempts = 0;      // replicas it was sent to
     std::vector<int> tried;
+    size_t prefix = 0;  // the affinity key of its prompt (affinity on only)
     Status last_error;
     // The replica its last counted failure was counted against, and that failure's message; kNoBlame once it
     // failed the same way on a second replica (then the request, not the replicas, is at fault: that count is
@@ -84,6 +87,8 @@ class Fleet : public FleetEngine {
   int Pick(const Pending& p) const;                       // REQUIRES: mu_; -1 when none is healthy
   void RestartLoop(int replica, std::shared_ptr<Engine> retired);
   bool AnyRestarting() const;  // REQUIRES: mu_
+  size_t PrefixKey(const Request& r) const;
+  int Affine(const Pending& p, int least) const;  // REQUIRES: mu_; the replica affinity picks, else `least`
 
   FleetOptions opt_;
   int capacity_ = 0;
@@ -95,7 +100,8 @@ class Fleet : public FleetEngine {
   std::map<uint64_t, Pending> pending_;
   std::deque<uint64_t> waiting_;
   uint64_t next_id_ = 0, next_attempt_ = 0;
-  size_t cursor_ = 0;  // round robin among equally loaded replicas
+  size_t cursor_ = 0;                         // round robin among equally loaded replicas
+  std::unordered_map<size_t, int> affinity_;  // prompt prefix key → the replica it was last sent to
   bool shutdown_ = false;
   // One long-lived thread runs the restart tasks: a server started from it lives as long as it does (a child
   // started from a thread that exits is killed, util/process/subprocess.h terminate_with_parent).
@@ -154,6 +160,7 @@ void Fleet::Submit(Request request, CompletionCallback done) {
     Pending& p = pending_[id];
     p.request = std::move(request);
     p.done = std::move(done);
+    if (opt_.affinity_prefix_chars > 0) p.prefix = PrefixKey(p.request);
     if (shutdown_) {
       Deliver(id, ErrorCompletion(Status::Unavailable("engine shut down")), &actions);
     } else {
@@ -177,7 +184,22 @@ int Fleet::Pick(const Pending& p) const {
       best_tried = tried;
     }
   }
-  return best;
+  return best < 0 || !p.tried.empty() ? best : Affine(p, best);
+}
+
+size_t Fleet::PrefixKey(const Request& r) const {
+  std::string_view head(r.prompt);
+  head = head.substr(0, static_cast<size_t>(opt_.affinity_prefix_chars));
+  return std::hash<std::string_view>()(head) ^ (r.raw_prompt ? 0x9e3779b97f4a7c15ull : 0);
+}
+
+int Fleet::Affine(const Pending& p, int least) const {
+  if (opt_.affinity_prefix_chars <= 0) return least;
+  auto it = affinity_.find(p.prefix);
+  if (it == affinity_.end() || it->second == least) return least;
+  const Replica& r = reps_[it->second];
+  if (!r.engine || r.outstanding > reps_[least].outstanding + opt_.affinity_slack) return least;
+  return it->second;
 }
 
 bool Fleet::AnyRestarting() const {
@@ -200,6 +222,10 @@ void Fleet::Dispatch(uint64_t id, Actions* out) {
     return;
   }
   cursor_ = (static_cast<size_t>(i) + 1) % reps_.size();
+  if (opt_.affinity_prefix_chars > 0) {
+    if (affinity_.size() >= kMaxAffinityKeys && !affinity_.count(p.prefix)) affinity_.clear();
+    affinity_[p.prefix] = i;
+  }
   p.replica = i;
   p.attempt = ++next_attempt_;
   ++p.attempts;
@@ -421,6 +447,8 @@ Result<std::unique_ptr<FleetEngine>> CreateFleetEngine(std::vector<FleetReplica>
     if (!r.engine) return Status::InvalidArgument("fleet replica '" + r.name + "' has no engine");
   if (options.fail_threshold < 1 || options.max_attempts < 1 || options.max_restarts < 0)
     return Status::InvalidArgument("fleet: fail_threshold and max_attempts must be >= 1, max_restarts >= 0");
+  if (options.affinity_prefix_chars < 0 || options.affinity_slack < 0)
+    return Status::InvalidArgument("fleet: affinity_prefix_chars and affinity_slack must be >= 0");
   return std::unique_ptr<FleetEngine>(new Fleet(std::move(replicas), std::move(options)));
 }
 

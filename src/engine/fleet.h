@@ -1,7 +1,10 @@
 // A fleet: one Engine over N replica engines (managed servers pinned to GPU slices, or existing endpoints), so the
 // caller never learns how many there are. Requests go to the healthy replica with the fewest outstanding requests
-// (ties: round robin). Each replica engine does its own admission and per-attempt retries; the fleet only moves
-// requests between replicas.
+// (ties: round robin), except that a request whose prompt begins like an earlier one's (the same first
+// affinity_prefix_chars characters, or the same whole prompt when shorter) goes to the replica that prefix was
+// last sent to while that replica has at most affinity_slack more outstanding requests than the least loaded one:
+// its server still holds the prefix's KV cache. Re-issues never follow affinity. Each replica engine does its own
+// admission and per-attempt retries; the fleet only moves requests between replicas.
 //
 // Failover: a request failing with a retryable error (any code but kInvalidArgument) is re-issued at once to
 // another healthy replica (at most max_attempts replicas per request, then the error is the answer). A replica
@@ -18,6 +21,7 @@
 // replica engines.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -40,11 +44,17 @@ struct FleetOptions {
   int max_attempts = 3;    // replicas one request may be sent to (re-issues included)
   int max_restarts = 3;    // per replica
   double restart_backoff_seconds = 1;
+  // Prefix affinity: characters of the prompt that key it (0: off) and the load difference it may cost. At most
+  // kMaxAffinityKeys prefixes are remembered (the table is emptied when full).
+  int affinity_prefix_chars = 256;
+  int affinity_slack = 2;
   // Test hooks. run_async runs a restart task (default: the worker thread); sleep waits a backoff
   // and returns early (false) when Shutdown begins (default: a condition variable wait).
   std::function<void(std::function<void()>)> run_async;
   std::function<void(double seconds)> sleep;
 };
+
+inline constexpr size_t kMaxAffinityKeys = 4096;
 
 struct ReplicaStats {
   std::string name;
@@ -63,7 +73,8 @@ class FleetEngine : public Engine {
 };
 
 // REQUIRES: replicas non-empty, each with an engine. Errors: kInvalidArgument (no replica, a null engine,
-// fail_threshold / max_attempts < 1, max_restarts < 0).
+// fail_threshold / max_attempts < 1, max_restarts < 0,
+// affinity_prefix_chars / affinity_slack < 0).
 Result<std::unique_ptr<FleetEngine>> CreateFleetEngine(std::vector<FleetReplica> replicas, FleetOptions options);
 
 }  // namespace mmirage::engine

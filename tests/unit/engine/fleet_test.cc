@@ -288,5 +288,71 @@ TEST_F(FleetTest, ShutdownAnswersEveryPendingRequestOnce) {
 
 TEST(FleetCreateTest, RejectsAnEmptyFleet) { EXPECT_FALSE(CreateFleetEngine({}, {}).ok()); }
 
+// Prefix affinity: 8-character keys, slack 2. "shared:" prompts share a key; "other-1 " is another.
+FleetOptions AffinityOptions() {
+  FleetOptions o;
+  o.affinity_prefix_chars = 8;
+  o.affinity_slack = 2;
+  return o;
+}
+
+TEST_F(FleetTest, RowsSharingAPrefixStayOnTheirReplicaWhileWithinTheSlack) {
+  Make(2, AffinityOptions());
+  Send("shared: row 1");  // → r0 (round robin start)
+  Send("shared: row 2");  // r0 has 1 outstanding, r1 0: within the slack, stays on r0
+  Send("shared: row 3");  // 2 vs 0: still within
+  EXPECT_EQ(engines[0]->held.size(), 3u);
+  EXPECT_EQ(engines[1]->held.size(), 0u);
+  Send("shared: row 4");  // 3 vs 0 exceeds the slack: the least loaded takes it, and the prefix with it
+  EXPECT_EQ(engines[1]->held.size(), 1u);
+  Send("shared: row 5");  // the prefix was last sent to r1
+  EXPECT_EQ(engines[1]->held.size(), 2u);
+  Send("other-1 x");  // a new prefix: least outstanding (r1 2 vs r0 3)
+  EXPECT_EQ(engines[1]->held.size(), 3u);
+  EXPECT_EQ(engines[1]->held.back().request.prompt, "other-1 x");
+  engines[0]->AnswerOldest();
+  engines[0]->AnswerOldest();
+  engines[0]->AnswerOldest();
+  Send("other-1 y");  // its prefix is on r1 (3 outstanding) and r0 has 0: beyond the slack, r0
+  EXPECT_EQ(engines[0]->held.size(), 1u);
+  EXPECT_EQ(results["shared: row 1"], "echo:shared: row 1");
+}
+
+TEST_F(FleetTest, WithoutAffinityRowsSharingAPrefixAreSpreadEvenly) {
+  FleetOptions o = AffinityOptions();
+  o.affinity_prefix_chars = 0;
+  Make(2, o);
+  for (int i = 0; i < 4; ++i) Send("shared: row " + std::to_string(i));
+  EXPECT_EQ(engines[0]->held.size(), 2u);
+  EXPECT_EQ(engines[1]->held.size(), 2u);
+}
+
+TEST_F(FleetTest, AffinityNeitherHoldsAReissueNorPointsAtATakenOutReplica) {
+  FleetOptions o = AffinityOptions();
+  o.fail_threshold = 1;
+  Make(3, o);
+  Send("shared: a");                                          // → r0
+  engines[0]->AnswerOldest(Status::Unavailable("HTTP 503"));  // r0 out; the re-issue goes to an untried replica
+  EXPECT_EQ(engines[0]->held.size(), 0u);
+  ASSERT_EQ(engines[1]->held.size() + engines[2]->held.size(), 1u);
+  int affine = engines[1]->held.empty() ? 2 : 1;
+  Send("shared: b");  // follows the prefix to where it went last
+  EXPECT_EQ(engines[affine]->held.size(), 2u);
+  engines[affine]->AnswerOldest(Status::Unavailable("connection refused"));  // out too; its held row moves
+  Send("shared: c");
+  EXPECT_EQ(engines[3 - affine]->held.size(), 3u);  // the only healthy replica left
+  EXPECT_FALSE(fleet->Stats()[affine].healthy);
+}
+
+TEST_F(FleetTest, NegativeAffinityOptionsAreRejected) {
+  FleetOptions o;
+  o.affinity_slack = -1;
+  std::vector<FleetReplica> reps(1);
+  reps[0].engine = std::make_unique<ManualEngine>();
+  auto f = CreateFleetEngine(std::move(reps), o);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("affinity_slack"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mmirage::engine
