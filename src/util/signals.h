@@ -16,7 +16,9 @@ const char* StopSignalName();
 // time; Register returns false when full. Unregister a group once its leader has been reaped.
 bool RegisterStopGroup(int pgid);
 void UnregisterStopGroup(int pgid);
-// Test hook: behaves as if `sig` had been received once.
+// Test hooks: behave as if `sig` had been received once; withdraw that request (a test that stopped must not
+// stop the tests after it in the same binary).
 void TestRequestStop(int sig);
+void TestClearStopRequest();
 
 }  // namespace mmirage

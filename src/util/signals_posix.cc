@@ -67,4 +67,6 @@ bool StopRequested() { return g_signal.load(std::memory_order_relaxed) != 0; }
 int StopSignal() { return g_signal.load(std::memory_order_relaxed); }
 void TestRequestStop(int sig) { g_signal.store(sig); }
 
+void TestClearStopRequest() { g_signal.store(0); }
+
 }  // namespace mmirage
