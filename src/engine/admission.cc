@@ -96,26 +96,40 @@ int64_t EstimateRequestTokens(const Request& request) {
 
 AdmissionController::AdmissionController(AdmissionOptions options) : o_(std::move(options)) {
   o_.max_concurrency = std::max(1, o_.max_concurrency);
+  o_.budget_shares = std::max(1, o_.budget_shares);
   window_ = o_.adaptive ? std::clamp(o_.initial_concurrency, 1, o_.max_concurrency) : o_.max_concurrency;
   logged_window_ = static_cast<int>(window_);
   uint64_t now = Now();
   if (o_.requests_per_minute > 0) SetLimit(&requests_, o_.requests_per_minute, now, nullptr);
   if (o_.tokens_per_minute > 0) SetLimit(&tokens_, o_.tokens_per_minute, now, nullptr);
+  if (o_.requests_per_minute > 0) LogShare("requests", o_.requests_per_minute);
+  if (o_.tokens_per_minute > 0) LogShare("tokens", o_.tokens_per_minute);
 }
 
 uint64_t AdmissionController::Now() const {
   return o_.now_micros ? o_.now_micros() : Env::Default()->MonotonicMicros();
 }
 
-// what == nullptr: configured at the start (the bucket starts full); else learned (it starts empty: the
-// requests already sent were not counted against it).
+// `per_minute` is the account's limit; the bucket holds this process's share of it. what == nullptr: configured at
+// the start (the bucket starts full); else learned (it starts empty: the requests already sent were not counted
+// against it).
 void AdmissionController::SetLimit(Bucket* b, double per_minute, uint64_t now, const char* what) {
-  b->limit_per_minute = per_minute;
-  b->capacity = std::max(1.0, per_minute * o_.headroom / 60.0 * o_.burst_seconds);
+  b->account_per_minute = per_minute;
+  b->limit_per_minute = per_minute / o_.budget_shares;
+  b->capacity = std::max(1.0, b->limit_per_minute * o_.headroom / 60.0 * o_.burst_seconds);
   b->level = what == nullptr ? b->capacity : std::min(b->level, 0.0);
   b->last_us = now;
-  if (what != nullptr)
+  if (what != nullptr) {
     LOG_INFO(o_.name << ": rate limit " << FormatCount(per_minute) << " " << what << "/minute (from headers)");
+    LogShare(what, per_minute);
+  }
+}
+
+void AdmissionController::LogShare(const char* what, double account_per_minute) const {
+  if (o_.budget_shares <= 1) return;
+  LOG_INFO(o_.name << ": " << o_.budget_shares << " shards run at once and split the " << what
+                   << " limit: this one uses " << FormatCount(account_per_minute / o_.budget_shares) << " of "
+                   << FormatCount(account_per_minute) << " " << what << "/minute");
 }
 
 void AdmissionController::Refill(Bucket* b, uint64_t now) const {
@@ -166,10 +180,10 @@ void AdmissionController::Release(const AdmissionPermit& permit, AdmissionOutcom
   Refill(&tokens_, now);
   RateLimitInfo info = ParseRateLimitHeaders(headers);
   if (o_.requests_per_minute <= 0 && info.requests_limit && *info.requests_limit > 0 &&
-      *info.requests_limit != requests_.limit_per_minute)
+      *info.requests_limit != requests_.account_per_minute)
     SetLimit(&requests_, *info.requests_limit, now, "requests");
   if (o_.tokens_per_minute <= 0 && info.tokens_limit && *info.tokens_limit > 0 &&
-      *info.tokens_limit != tokens_.limit_per_minute)
+      *info.tokens_limit != tokens_.account_per_minute)
     SetLimit(&tokens_, *info.tokens_limit, now, "tokens");
   if (actual_tokens >= 0 && tokens_.limit_per_minute > 0)
     tokens_.level = std::min(tokens_.capacity, tokens_.level + permit.estimated_tokens - actual_tokens);

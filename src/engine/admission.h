@@ -11,6 +11,9 @@
 //    is what holds requests back, ×1/2 on an overload answer (429/503/529) at most once per round trip, ×0.8 when
 //    the smoothed latency passes `latency_growth` × the lowest seen (latencies under 20 ms count as 20 ms). The window
 //    in force is logged when it changes.
+//  - the budget is shared: `budget_shares` processes that run at once against one account (the shards of one run:
+//    local workers, or the tasks of a SLURM array) each use limit / budget_shares, configured or learned, so
+//    together they stay under the account's limit. The split is logged once.
 //
 // Usage (non-blocking, for an event loop): TryAcquire(estimated_tokens) → a permit, or how long to wait (0: wait
 // for a Release); then exactly one Release(permit, outcome, actual_tokens, headers) per permit.
@@ -60,6 +63,7 @@ struct AdmissionOptions {
   double headroom = 0.97;                // buckets refill at this fraction of the limit
   double burst_seconds = 0.5;            // bucket capacity, in seconds of refill
   double latency_growth = 3.0;           // adaptive: smoothed latency over the lowest that shrinks the window
+  int budget_shares = 1;                 // processes sharing the limits at once; each uses limit / budget_shares
   std::function<uint64_t()> now_micros;  // monotonic clock; nullptr = Env::Default()->MonotonicMicros()
 };
 
@@ -94,17 +98,19 @@ class AdmissionController {
 
   int Window() const;  // the concurrency limit in force
   int InFlight() const;
-  double RequestsPerMinute() const;  // the limits in force; 0 = none known
+  double RequestsPerMinute() const;  // the limits in force for this process (its share); 0 = none known
   double TokensPerMinute() const;
 
  private:
   struct Bucket {
-    double limit_per_minute = 0;  // 0 = inactive
+    double limit_per_minute = 0;    // this process's share; 0 = inactive
+    double account_per_minute = 0;  // the whole limit the share was taken from
     double capacity = 0, level = 0;
     uint64_t last_us = 0;
   };
   uint64_t Now() const;
   void SetLimit(Bucket* b, double per_minute, uint64_t now, const char* what);
+  void LogShare(const char* what, double account_per_minute) const;
   void Refill(Bucket* b, uint64_t now) const;
   uint64_t WaitMicros(const Bucket& b, double cost) const;
   void OnOverload(const AdmissionPermit& p, uint64_t now);

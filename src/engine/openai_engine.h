@@ -42,6 +42,7 @@ struct OpenAiEngineOptions {
   bool adaptive_concurrency = false;  // max_concurrency: auto (an AIMD window, engine/admission.h)
   double requests_per_minute = 0;     // rate limits; 0 = learned from the endpoint's x-ratelimit-* headers
   double tokens_per_minute = 0;
+  int rate_limit_shares = 1;  // shards of the run that use these limits at once: each uses limit / shares
   // Shared admission (several engines, one budget); nullptr: the engine makes its own from the fields above.
   std::shared_ptr<AdmissionController> admission;
   double timeout_seconds = 600;       // per attempt

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -11,6 +12,7 @@
 
 #include "engine/managed_server.h"
 #include "process/image_gen/image_gen_processor.h"
+#include "process/llm/engine_factory.h"
 #include "process/llm/fleet_factory.h"
 #include "pipeline/failure_report.h"
 #include "state/shard_state.h"
@@ -81,6 +83,8 @@ class LocalScheduler {
 
   void Run(std::deque<int64_t> queue) {
     queue_ = std::move(queue);
+    // The shards that run at once split the endpoints' rate limits, so that together they stay under them.
+    shares_ = std::min(parallel_, queue_.size());
     while (!queue_.empty() || !running_.empty()) {
       if (StopRequested() && !stopping_) {
         // Each worker is in its own process group (the terminal's Ctrl-C reaches only us), so it gets exactly one
@@ -164,6 +168,7 @@ class LocalScheduler {
       // Several workers share the terminal: each reports progress as log lines, not as a live line.
       so.argv.insert(so.argv.end(), {"--progress", "log"});
       so.env_overrides = {{"SLURM_ARRAY_TASK_ID", std::to_string(id)}};
+      if (shares_ > 1) so.env_overrides.push_back({process::llm::kRateLimitSharesVar, std::to_string(shares_)});
       if (image_server_) so.env_overrides.push_back({"MMIRAGE_SGLANG_BASE_URL", image_server_->base_url()});
       int slot = TakeGpuSlot();
       if (slot >= 0) so.env_overrides.push_back({"CUDA_VISIBLE_DEVICES", gpu_slots_[static_cast<size_t>(slot)]});
@@ -235,7 +240,8 @@ class LocalScheduler {
   const LocalRunOptions& options_;
   const engine::ManagedServer* image_server_;
   const int64_t max_attempts_;
-  size_t parallel_;  // workers at once: local_workers, fewer when GPU slices run out
+  size_t parallel_;    // workers at once: local_workers, fewer when GPU slices run out
+  size_t shares_ = 1;  // workers that split the rate limits: parallel_, or fewer when fewer shards are queued
   std::deque<int64_t> queue_;
   std::vector<Worker> running_;
   std::vector<std::string> gpu_slots_;  // CUDA_VISIBLE_DEVICES per worker slot (gpus_per_worker)

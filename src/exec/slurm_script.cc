@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "process/llm/engine_factory.h"
+
 namespace mmirage::exec {
 namespace {
 
@@ -150,6 +152,11 @@ Result<SbatchRequest> BuildSbatchRequest(const config::ExecutionParams& e, const
   s += "export MMIRAGE_CONFIG=" + config_path + "\n";
   s += "export MMIRAGE_BIN=" + bin + "\n";
   if (job.stats) s += "export MMIRAGE_COLLECT_STATS=1\n";
+  // The array's tasks that run at once split the endpoints' rate limits (one account, however many nodes).
+  int64_t tasks = job.shard_ids.empty() ? job.num_shards : static_cast<int64_t>(job.shard_ids.size());
+  int64_t at_once = e.array_parallelism.value_or(0) > 0 ? std::min(*e.array_parallelism, tasks) : tasks;
+  if (at_once > 1)
+    s += "export " + std::string(process::llm::kRateLimitSharesVar) + "=" + std::to_string(at_once) + "\n";
   s += "mkdir -p \"$HF_HOME\"\n";
   s += "mkdir -p " + state_dir + "\n";
   // One copy of the worker, whatever nodes × ntasks_per_node the allocation has.

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
@@ -217,12 +218,21 @@ Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Process
   }
   o.requests_per_minute = ep.requests_per_minute.value_or(0);
   o.tokens_per_minute = ep.tokens_per_minute.value_or(0);
+  config::VarLookup lookup = vars ? vars : config::ProcessVarLookup();
+  // Set by the executor that starts several shards at once (local workers, a SLURM array): they split the limits.
+  if (std::optional<std::string> shares = lookup(kRateLimitSharesVar); shares && !shares->empty()) {
+    char* end = nullptr;
+    long n = std::strtol(shares->c_str(), &end, 10);
+    if (*end != 0 || n < 1 || n > 1000000)
+      return Status::InvalidArgument(std::string(kRateLimitSharesVar) + "='" + *shares +
+                                     "': expected a whole number >= 1");
+    o.rate_limit_shares = static_cast<int>(n);
+  }
   o.timeout_seconds = ep.timeout_seconds;
   o.max_retries = static_cast<int>(ep.max_retries);
   o.down_timeout_seconds = ep.down_timeout_seconds;
   o.num_gpus = llm.backend == "sglang" || llm.backend == "vllm" ? std::max(1, llm.tp_size) : 0;
   if (!ep.api_key_env.empty()) {
-    config::VarLookup lookup = vars ? vars : config::ProcessVarLookup();
     std::optional<std::string> key = lookup(ep.api_key_env);
     if (!key || key->empty()) {
       return Status::InvalidArgument(Where(p) + ": endpoint.api_key_env names the environment variable '" +

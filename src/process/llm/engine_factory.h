@@ -26,12 +26,17 @@ struct EngineFactoryOptions {
 // processor.
 EngineFactory DefaultEngineFactory(EngineFactoryOptions options = {});
 
+// The environment variable with which an executor tells each shard how many shards run at once.
+inline constexpr char kRateLimitSharesVar[] = "MMIRAGE_RATE_LIMIT_SHARES";
+
 // endpoint → OpenAI engine options: base_url, mode, timeout_seconds, max_retries, down_timeout_seconds, model;
 // max_concurrency from endpoint.max_concurrency, else extra_engine_args.max_running_requests, else 64 (`auto`:
 // adaptive, at most max_running_requests, else 256); rate_limits as given (absent: learned); the API key
 // from the variable named by api_key_env, read once here. Managed backends may omit `endpoint` (base_url is then
 // filled in by the server); num_gpus = tp_size for sglang/vllm, 0 otherwise.
-// Errors: kInvalidArgument when api_key_env names an unset variable, or backend openai has no endpoint.
+// rate_limit_shares from the variable kRateLimitSharesVar (the shards that run at once and split the limits).
+// Errors: kInvalidArgument when api_key_env names an unset variable, backend openai has no endpoint, or
+// kRateLimitSharesVar is not a whole number >= 1.
 Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Processor& processor,
                                                            const config::VarLookup& vars);
 

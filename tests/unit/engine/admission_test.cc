@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 namespace mmirage::engine {
@@ -133,6 +135,53 @@ TEST(AdmissionTest, ConfiguredLimitsWinOverHeaders) {
   auto d = a.TryAcquire(1);
   a.Release(*d.permit, AdmissionOutcome::kOk, 1, {{"x-ratelimit-limit-requests", "10000"}});
   EXPECT_EQ(a.RequestsPerMinute(), 120);
+}
+
+TEST(AdmissionTest, ShardsThatSplitTheBudgetTogetherStayUnderTheLimit) {
+  FakeClock clock;
+  AdmissionOptions o = Opts(&clock);
+  o.requests_per_minute = 6000;  // the account: 100/s
+  o.budget_shares = 2;           // two shards at once: 50/s each, 50 of burst each
+  AdmissionController a(o), b(o);
+  EXPECT_EQ(a.RequestsPerMinute(), 3000);
+  uint64_t start = clock.now_us;
+  int n = 0;
+  // Both shards ask as fast as they are let; one clock, interleaved at the shorter of their waits.
+  while (clock.now_us < start + 10000000) {
+    uint64_t wait = UINT64_MAX;
+    for (AdmissionController* c : {&a, &b}) {
+      AdmissionDecision d = c->TryAcquire(1);
+      if (d.permit) {
+        ++n;
+        c->Release(*d.permit, AdmissionOutcome::kOk, 1, {});
+        wait = 0;
+      } else {
+        wait = std::min(wait, d.wait_micros);
+      }
+    }
+    clock.now_us += wait;
+  }
+  // Together: the account's 100/s for 10 s plus one second of burst, as one process alone would get.
+  EXPECT_GE(n, 1095);
+  EXPECT_LE(n, 1101);
+}
+
+TEST(AdmissionTest, ALearnedLimitIsSplitToo) {
+  FakeClock clock;
+  AdmissionOptions o = Opts(&clock);
+  o.budget_shares = 4;
+  AdmissionController a(o);
+  auto d = a.TryAcquire(1);
+  a.Release(*d.permit, AdmissionOutcome::kOk, 1,
+            {{"x-ratelimit-limit-requests", "600"}, {"x-ratelimit-limit-tokens", "40000"}});
+  EXPECT_EQ(a.RequestsPerMinute(), 150);
+  EXPECT_EQ(a.TokensPerMinute(), 10000);
+  // The same header again is the same limit: the bucket is not reset (it would start empty each time).
+  clock.now_us += 2000000;  // 2.5/s: full again (2.5)
+  d = a.TryAcquire(1);
+  ASSERT_TRUE(d.permit.has_value());
+  a.Release(*d.permit, AdmissionOutcome::kOk, 1, {{"x-ratelimit-limit-requests", "600"}});
+  EXPECT_TRUE(a.TryAcquire(1).permit.has_value());
 }
 
 TEST(AdmissionTest, OverloadAndNoneRemainingEmptyTheBuckets) {

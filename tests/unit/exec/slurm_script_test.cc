@@ -103,6 +103,22 @@ TEST(SlurmScriptTest, BadShardIdsAndMissingAccountAreRejected) {
   EXPECT_NE(r.status().message().find("account must be set"), std::string::npos);
 }
 
+TEST(SlurmScriptTest, TheTasksThatRunAtOnceSplitTheRateLimits) {
+  auto e = Exec();
+  auto shares = [&](SbatchJob job) {
+    auto r = BuildSbatchRequest(e, Paths(), job);
+    EXPECT_TRUE(r.ok());
+    size_t at = r->script.find("export MMIRAGE_RATE_LIMIT_SHARES=");
+    if (at == std::string::npos) return std::string("none");
+    return r->script.substr(at + 33, r->script.find('\n', at) - at - 33);
+  };
+  EXPECT_EQ(shares(SbatchJob{8, {}, false}), "8");         // every task at once
+  EXPECT_EQ(shares(SbatchJob{8, {2, 5, 6}, false}), "3");  // a resubmission of three shards
+  EXPECT_EQ(shares(SbatchJob{1, {}, false}), "none");      // one task has the whole budget
+  e.array_parallelism = 2;                                 // --array=0-7%2
+  EXPECT_EQ(shares(SbatchJob{8, {}, false}), "2");
+}
+
 TEST(SlurmScriptTest, ScriptRunsTheBinaryOnTheConfigWithTheArrayTaskId) {
   auto e = Exec();
   e.edf_env = "x";

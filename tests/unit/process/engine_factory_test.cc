@@ -72,6 +72,19 @@ TEST(EngineFactoryTest, AnUnsetKeyVariableIsAnErrorThatDoesNotLeakAnything) {
   EXPECT_NE(o.status().message().find("'MISSING', which is not set"), std::string::npos);
 }
 
+TEST(EngineFactoryTest, TheShardsThatRunAtOnceSplitTheRateLimits) {
+  config::Processor p = Llm("openai");
+  p.llm.endpoint = config::EndpointConfig{};
+  p.llm.endpoint->base_url = "http://h/v1";
+  EXPECT_EQ(MapOpenAiEngineOptions(p, Vars({}))->rate_limit_shares, 1);
+  EXPECT_EQ(MapOpenAiEngineOptions(p, Vars({{kRateLimitSharesVar, "3"}}))->rate_limit_shares, 3);
+  for (const char* bad : {"0", "-2", "x", "2x"}) {
+    auto o = MapOpenAiEngineOptions(p, Vars({{kRateLimitSharesVar, bad}}));
+    ASSERT_FALSE(o.ok()) << bad;
+    EXPECT_NE(o.status().message().find("MMIRAGE_RATE_LIMIT_SHARES"), std::string::npos);
+  }
+}
+
 TEST(EngineFactoryTest, OpenAiBackendNeedsAnEndpoint) {
   EXPECT_TRUE(MapOpenAiEngineOptions(Llm("openai"), Vars({})).status().IsInvalidArgument());
   EXPECT_TRUE(MapOpenAiEngineOptions(Llm("llama-server"), Vars({})).ok());  // managed: filled in at start
