@@ -12,6 +12,7 @@
 #include "data/json.h"
 #include "exec/tune_space.h"
 #include "exec/tune_trial.h"
+#include "process/llm/engine_choice.h"
 #include "process/llm/engine_factory.h"
 #include "util/cpu_load.h"
 #include "util/log.h"
@@ -64,8 +65,14 @@ Result<size_t> TunedProcessor(const config::Config& c) {
 // Runs the search; appends every trial to rep->trials and sets rep->best.
 class Search {
  public:
-  Search(const TuneOptions& opt, TrialInput base, size_t proc, TuneReport* rep)
-      : opt_(opt), base_(std::move(base)), proc_(proc), rep_(rep), start_us_(base_.env->MonotonicMicros()) {}
+  // `tuned`: the config's processor `proc` with its backend chosen (the knobs depend on it).
+  Search(const TuneOptions& opt, TrialInput base, size_t proc, config::Processor tuned, TuneReport* rep)
+      : opt_(opt),
+        base_(std::move(base)),
+        proc_(proc),
+        tuned_(std::move(tuned)),
+        rep_(rep),
+        start_us_(base_.env->MonotonicMicros()) {}
 
   Status Run() {
     TuneTrial own = Trial({});
@@ -73,7 +80,7 @@ class Search {
     base_failed_ = own.failed_rows;
     Adopt(own, 0);
     const int cpus = rep_->num_gpus == 0 ? UsableCpus() : 0;
-    std::vector<TuneKnob> knobs = TuneKnobs(opt_.config->processors[proc_], *opt_.config, cpus);
+    std::vector<TuneKnob> knobs = TuneKnobs(tuned_, *opt_.config, cpus);
     for (const TuneKnob& knob : knobs) rep_->own.push_back(TuneSetting{knob.key, knob.current});
     for (const TuneKnob& knob : knobs) {
       if (!SearchKnob(knob)) {
@@ -151,6 +158,7 @@ class Search {
   const TuneOptions& opt_;
   TrialInput base_;
   size_t proc_;
+  config::Processor tuned_;
   TuneReport* rep_;
   uint64_t start_us_;
   double longest_ = 0;
@@ -193,7 +201,11 @@ Result<TuneReport> RunTune(const TuneOptions& opt) {
   MMIRAGE_ASSIGN_OR_RETURN(size_t proc, TunedProcessor(c));
   TuneReport rep;
   rep.processor = c.processors[proc].type;
-  rep.backend = c.processors[proc].llm.backend;
+  // A Hub model id without `backend:` runs on SGLang or vLLM, chosen as `run` chooses: its knobs are that server's.
+  MMIRAGE_ASSIGN_OR_RETURN(
+      config::Processor tuned,
+      process::llm::WithChosenEngine(env, c.processors[proc], process::llm::SystemEngineProbes(), nullptr, nullptr));
+  rep.backend = tuned.llm.backend;
   rep.budget_seconds = opt.budget_seconds;
   const uint64_t start = env->MonotonicMicros();
   MMIRAGE_ASSIGN_OR_RETURN(TuneSample sample, DrawTuneSample(env, c, opt.sample_rows));
@@ -206,7 +218,7 @@ Result<TuneReport> RunTune(const TuneOptions& opt) {
   process::EngineFactory factory =
       opt.engine_factory ? opt.engine_factory : process::llm::DefaultEngineFactory({dir.path + "/state", 0, nullptr});
   TrialInput base{env, nullptr, dir.path + "/sample.jsonl", &factory};
-  Search search(opt, base, proc, &rep);
+  Search search(opt, base, proc, std::move(tuned), &rep);
   MMIRAGE_TRY(search.Run());
   rep.elapsed_seconds = static_cast<double>(env->MonotonicMicros() - start) / 1e6;
   double own = 0;

@@ -39,6 +39,19 @@ std::string SlotsKey(const Value& extra, const char* fallback) {
   return fallback;
 }
 
+// A share of GPU memory in (0, 1]: the config's value (else the engine's default) and `others`.
+TuneKnob FractionKnob(const Value& extra, const char* key, double fallback, std::initializer_list<double> others) {
+  const Value* v = extra.is_object() ? extra.Find(key) : nullptr;
+  double cur = v == nullptr     ? fallback
+               : v->is_int()    ? static_cast<double>(v->as_int())
+               : v->is_number() ? v->as_double()
+                                : fallback;
+  std::vector<Value> out;
+  for (double f : others)
+    if (f != cur) out.emplace_back(f);
+  return TuneKnob{key, Value(cur), out, false};
+}
+
 TuneKnob OrderKnob(const config::Config& c) {
   return TuneKnob{"order", Value(c.processing.order), Others(c.processing.order, {"input", "prefix"}), false};
 }
@@ -87,23 +100,17 @@ std::vector<TuneKnob> TuneKnobs(const config::Processor& p, const config::Config
     k.push_back({"n_batch", Value(b), Scaled(b, {0.5, 2}, 256, 8192), false});
     return k;
   }
-  // sglang | vllm: the server's own scheduler knobs, passed on its command line.
-  int64_t running = IntIn(extra, "max_running_requests").value_or(128);
+  // sglang | vllm: the server's own scheduler knobs, passed on its command line (vllm: max_running_requests is
+  // --max-num-seqs; its prefill chunk is --max-num-batched-tokens and its memory share --gpu-memory-utilization).
+  const bool vllm = backend == "vllm";
+  int64_t running = IntIn(extra, "max_running_requests").value_or(vllm ? 256 : 128);
   k.push_back({"max_running_requests", Value(running), Scaled(running, {0.5, 2, 4}, 1, 4096), true});
   k.push_back(OrderKnob(c));
-  int64_t chunk = IntIn(extra, "chunked_prefill_size").value_or(8192);
-  k.push_back({"chunked_prefill_size", Value(chunk), Scaled(chunk, {0.5, 2}, 512, 65536), false});
-  if (backend == "sglang") {
-    const Value* mf = extra.is_object() ? extra.Find("mem_fraction_static") : nullptr;
-    double cur = mf == nullptr     ? 0.88
-                 : mf->is_int()    ? static_cast<double>(mf->as_int())
-                 : mf->is_number() ? mf->as_double()
-                                   : 0.88;
-    std::vector<Value> fr;
-    for (double f : {0.8, 0.92})
-      if (f != cur) fr.emplace_back(f);
-    k.push_back({"mem_fraction_static", Value(cur), fr, false});
-  }
+  const char* chunk_key = vllm ? "max_num_batched_tokens" : "chunked_prefill_size";
+  int64_t chunk = IntIn(extra, chunk_key).value_or(vllm ? 2048 : 8192);
+  k.push_back({chunk_key, Value(chunk), Scaled(chunk, {0.5, 2}, 512, 65536), false});
+  k.push_back(vllm ? FractionKnob(extra, "gpu_memory_utilization", 0.9, {0.8, 0.95})
+                   : FractionKnob(extra, "mem_fraction_static", 0.88, {0.8, 0.92}));
   return k;
 }
 

@@ -19,8 +19,10 @@ struct TuneKnob {
 
 // Knobs in the order they are searched (the most effective first): embedded llama: parallel sequences, order,
 // n_batch/n_ubatch, flash_attn, KV cache type, threads (CPU only); llama-server: slots, order, n_batch/n_ubatch,
-// threads; sglang/vllm: max_running_requests, order, chunked_prefill_size, mem_fraction_static; openai endpoint:
-// max_concurrency, order. `usable_cpus` bounds the thread counts tried (0: threads are not tuned).
+// threads; sglang: max_running_requests, order, chunked_prefill_size, mem_fraction_static; vllm: max_running_requests,
+// order, max_num_batched_tokens, gpu_memory_utilization; openai endpoint: max_concurrency, order. `processor` has its
+// backend chosen (process/llm/engine_choice.h). `usable_cpus` bounds the thread counts tried (0: threads are not
+// tuned).
 std::vector<TuneKnob> TuneKnobs(const config::Processor& processor, const config::Config& config, int usable_cpus);
 
 // Midpoints between `best` and its neighbours among `tried` (integers, distinct, not tried yet).

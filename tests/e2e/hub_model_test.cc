@@ -9,18 +9,13 @@
 #include <regex>
 
 #include "e2e/e2e_util.h"
+#include "e2e/fake_launchers.h"
 
 namespace mmirage::testing {
 namespace {
 
-const std::string kSupport = std::string(MMIRAGE_SOURCE_DIR) + "/tests/support";
 const std::string kFixtures = std::string(MMIRAGE_SOURCE_DIR) + "/tests/fixtures/mmirage-2972ff6";
-const std::string kHubId = "Qwen/Qwen3-4B-Instruct-2507";
-
-std::string LlamaServer() {
-  std::string bin = MMIRAGE_BINARY;
-  return bin.substr(0, bin.rfind('/')) + "/llama-server";
-}
+const std::string& kHubId = kFakeHubId;
 
 std::string Config(const TempDir& d) {
   return "processors:\n"
@@ -28,15 +23,8 @@ std::string Config(const TempDir& d) {
          "    server_args: {model_path: " +
          kHubId +
          ", tp_size: 1, disable_custom_all_reduce: true}\n"
-         "    default_sampling_params: {temperature: 0, max_new_tokens: 8}\n"
-         "loading_params:\n"
-         "  datasets: [{type: JSONL, path: " +
-         d.Path("data.jsonl") + ", output_dir: " + d.Path("out") +
-         ", output_format: jsonl}]\n  state_dir: " + d.Path("state") +
-         "\nprocessing_params:\n"
-         "  inputs: [{name: text, key: text}]\n"
-         "  outputs: [{name: summary, type: llm, prompt: \"Summarise: {{ text }}\"}]\n"
-         "  output_schema: {summary: \"{{ summary }}\"}\n"
+         "    default_sampling_params: {temperature: 0, max_new_tokens: 8}\n" +
+         SummariseDataYaml(d) +
          "  remove_columns: true\n"
          "execution_params: {max_failed_rows: 3}\n";
 }
@@ -44,17 +32,13 @@ std::string Config(const TempDir& d) {
 class HubModelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_EQ(::access(LlamaServer().c_str(), X_OK), 0) << "llama-server is not built: " << LlamaServer();
+    ASSERT_EQ(::access(BuiltLlamaServer().c_str(), X_OK), 0) << "llama-server is not built: " << BuiltLlamaServer();
     ASSERT_FALSE(SharedTinyModel().empty()) << "cannot generate the synthetic model";
     WriteFile(d_.Path("data.jsonl"), MakeRows(3));
     WriteFile(d_.Path("c.yaml"), Config(d_));
   }
   // Environment assignments for the fakes, then `mmirage args`.
-  CommandResult Mmirage(const std::string& env, const std::string& args) {
-    return RunCommand("FAKE_SERVER_ARGV_LOG='" + d_.Path("argv.log") + "' FAKE_LLAMA_SERVER='" + LlamaServer() +
-                          "' FAKE_MODEL='" + SharedTinyModel() + "' " + env + " '" + MMIRAGE_BINARY + "' " + args,
-                      d_.path());
-  }
+  CommandResult Mmirage(const std::string& env, const std::string& args) { return RunWithFakeLaunchers(d_, env, args); }
   // The synthetic model's greedy text is sometimes invalid UTF-8, which llama-server answers with HTTP 500: such a
   // row is a row error, still an answered row.
   void ExpectEveryRowAnswered() {
@@ -75,8 +59,7 @@ class HubModelTest : public ::testing::Test {
 };
 
 TEST_F(HubModelTest, PythonWithSglangRunsAManagedSglangServer) {
-  std::string env =
-      "MMIRAGE_PYTHON='" + PythonPath() + "' PYTHONPATH='" + kSupport + "/fake_sglang' PATH=/usr/bin:/bin";
+  std::string env = FakeSglangEnv();
   // The original's own config validates unchanged and says which engine it will use.
   auto v = Mmirage(env, "validate --config '" + kFixtures + "/configs/config_mock.yaml'");
   ASSERT_EQ(v.exit_code, 0) << v.err;
@@ -92,7 +75,7 @@ TEST_F(HubModelTest, PythonWithSglangRunsAManagedSglangServer) {
 }
 
 TEST_F(HubModelTest, WithoutSglangAVllmOnPathRunsAManagedVllmServer) {
-  std::string env = "MMIRAGE_PYTHON=/bin/false PATH='" + kSupport + "/fake_vllm':/usr/bin:/bin";
+  std::string env = FakeVllmEnv();
   auto p = Mmirage(env, "preview -n 1 --config c.yaml");
   EXPECT_NE(p.err.find("engine: vllm (model_path is a Hugging Face model id, sglang is not importable and vllm is "
                        "on PATH: a managed vLLM server)"),

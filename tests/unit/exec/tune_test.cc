@@ -176,6 +176,16 @@ TEST(TuneSpaceTest, EndpointsTuneConcurrencyAndServersTheirSchedulers) {
   auto applied = ApplyTuneSettings(c, 0, {{"chunked_prefill_size", Value(int64_t{8192})}, {"order", Value("prefix")}});
   EXPECT_EQ(applied.processors[0].llm.extra_engine_args.Find("chunked_prefill_size")->as_int(), 8192);
   EXPECT_EQ(applied.processing.order, "prefix");
+  // vLLM names its prefill chunk and memory share differently; its own defaults when the config sets none.
+  c.processors[0].llm.backend = "vllm";
+  k = TuneKnobs(c.processors[0], c, 8);
+  keys.clear();
+  for (const auto& x : k) keys.push_back(x.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"max_running_requests", "order", "max_num_batched_tokens",
+                                            "gpu_memory_utilization"}));
+  EXPECT_EQ(k[0].current.as_int(), 32);
+  EXPECT_EQ(k[2].current.as_int(), 2048);
+  EXPECT_DOUBLE_EQ(k[3].current.as_double(), 0.9);
 }
 
 TEST(TuneSpaceTest, RefinementTriesTheMidpointsAroundTheBest) {
