@@ -25,7 +25,8 @@ inline std::string FakeSglangEnv() {
 
 // Environment assignments under which sglang is not importable and the fake `vllm` is on PATH.
 inline std::string FakeVllmEnv() {
-  return "MMIRAGE_PYTHON=/bin/false PATH='" + std::string(MMIRAGE_SOURCE_DIR) + "/tests/support/fake_vllm':/usr/bin:/bin";
+  return "MMIRAGE_PYTHON=/bin/false PATH='" + std::string(MMIRAGE_SOURCE_DIR) +
+         "/tests/support/fake_vllm':/usr/bin:/bin";
 }
 
 // `mmirage args` in `d` with the fakes configured (their log: d/argv.log) and the assignments `env`.

@@ -18,10 +18,18 @@ const std::string kSupport = std::string(MMIRAGE_SOURCE_DIR) + "/tests/support";
 const std::string kFixtures = std::string(MMIRAGE_SOURCE_DIR) + "/tests/fixtures/mmirage-2972ff6";
 
 const char* const kConfigs[] = {
-    "config_benchmark_datatrove",   "config_comprehensive",       "config_image_gen_external",
-    "config_image_gen_sglang",      "config_mock",                "config_mock_anthropic_batch",
-    "config_mock_anthropic_batch_vision", "config_mock_custom_module", "config_mock_image_gen_local",
-    "config_mock_openai_batch",     "config_mock_openai_batch_vision", "config_mock_vision",
+    "config_benchmark_datatrove",
+    "config_comprehensive",
+    "config_image_gen_external",
+    "config_image_gen_sglang",
+    "config_mock",
+    "config_mock_anthropic_batch",
+    "config_mock_anthropic_batch_vision",
+    "config_mock_custom_module",
+    "config_mock_image_gen_local",
+    "config_mock_openai_batch",
+    "config_mock_openai_batch_vision",
+    "config_mock_vision",
 };
 
 std::string LlamaServer() {
@@ -84,8 +92,7 @@ TEST_F(OriginalConfigsTest, ConfigMockRunsOnTheFakeSglangLauncher) {
   if (r.exit_code == 0) {
     auto merged = CatLines(d_.Path("tests/output/data/merged"));
     ASSERT_EQ(merged.size(), 1u) << r.err;
-    EXPECT_NE(merged[0].find("{\"conversations\":[{\"role\":\"user\",\"content\":"), std::string::npos)
-        << merged[0];
+    EXPECT_NE(merged[0].find("{\"conversations\":[{\"role\":\"user\",\"content\":"), std::string::npos) << merged[0];
     EXPECT_TRUE(errors.empty());
   } else {
     EXPECT_NE(r.err.find("1 row(s) failed (max_failed_rows=0)"), std::string::npos) << r.err;
