@@ -273,13 +273,7 @@ Result<SlurmRunReport> RunRayLoop(const RayOptions& options) {
       LOG_INFO("All shards completed successfully");
       return report;
     }
-    ids.clear();
-    for (int64_t id : report.failed) {
-      const ShardOutcome& s = report.shards[id];
-      LOG_WARN("Shard " << id << " failed (attempt " << s.attempts << " of " << c.o.config->execution.max_retries + 1
-                        << "): " << s.reason);
-      if (!s.exhausted) ids.push_back(id);
-    }
+    ids = report.LogFailedAndRetryable(c.o.config->execution.max_retries);
     if (!c.o.auto_retry || ids.empty()) {
       (void)pipeline::LogFailureSummary(c.o.env, *c.o.config);
       return report;

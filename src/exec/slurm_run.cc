@@ -211,6 +211,16 @@ Status Round(const Ctx& c, const std::vector<int64_t>& ids, bool wait, Budget* b
 
 }  // namespace
 
+std::vector<int64_t> SlurmRunReport::LogFailedAndRetryable(int64_t max_retries) const {
+  std::vector<int64_t> retryable;
+  for (int64_t id : failed) {
+    const ShardOutcome& s = shards.at(id);
+    LOG_WARN("Shard " << id << " failed (attempt " << s.attempts << " of " << max_retries + 1 << "): " << s.reason);
+    if (!s.exhausted) retryable.push_back(id);
+  }
+  return retryable;
+}
+
 std::string SlurmRunReport::FailureReport(int64_t max_retries) const {
   std::ostringstream os;
   for (int64_t id : failed) {
@@ -282,13 +292,7 @@ Result<SlurmRunReport> RunSlurmLoop(const SlurmOptions& options) {
       LOG_INFO("All shards completed successfully");
       return report;
     }
-    for (int64_t id : report.failed) {
-      const ShardOutcome& s = report.shards[id];
-      LOG_WARN("Shard " << id << " failed (attempt " << s.attempts << " of " << max_retries + 1 << "): " << s.reason);
-    }
-    ids.clear();
-    for (int64_t id : report.failed)
-      if (!report.shards[id].exhausted) ids.push_back(id);
+    ids = report.LogFailedAndRetryable(max_retries);
     if (!c.o.auto_retry || ids.empty()) {
       (void)pipeline::LogFailureSummary(c.o.env, *c.o.config);
       return report;

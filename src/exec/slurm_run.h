@@ -54,6 +54,9 @@ struct SlurmRunReport {
   std::vector<int64_t> failed, exhausted;  // ascending; exhausted ⊆ failed
   // Multi-line report: one line per failed shard with its attempts and reason.
   std::string FailureReport(int64_t max_retries) const;
+  // After a judged round: logs one warning per failed shard ("Shard N failed (attempt A of M): reason") and returns
+  // the failed shards that may still be retried (not exhausted), ascending. Shared by the SLURM and Ray loops.
+  std::vector<int64_t> LogFailedAndRetryable(int64_t max_retries) const;
 };
 
 // `run` in slurm mode: the loop above over every shard. Returns OK with the report whatever the shards' fate
