@@ -157,6 +157,11 @@ void ReadBatchApi(MapReader& r, BatchApiProcessor* p) {
   }
   r.OptString("base_url", &p->base_url);
   bool openai = p->provider == "openai";
+  // Without base_url, the provider SDKs' own variable names a gateway, as it does for OpenAI's and Anthropic's clients.
+  if (!p->base_url) {
+    auto env = r.vars()(openai ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL");
+    if (env && !Trim(*env).empty()) p->base_url = Trim(*env);
+  }
   p->model = openai ? "gpt-4.1-mini" : "claude-haiku-4-5";
   if (r.String("model", &p->model) && Trim(p->model).empty()) fail("model", "model must be a non-empty string");
   if (openai) {

@@ -3,12 +3,15 @@
 // and config_mock.yaml, whose engine is SGLang, runs through the fake launcher (which execs llama-server on the
 // synthetic model). The run's only substitution is the dataset's data: tests/mock_data/data.jsonl at the path the
 // config names holds the original's first row only, so that the run stays short. The configs themselves are
-// never edited. The others run elsewhere (custom_test, image_gen_test, hf_io_test, vision_test) or need an engine
-// this machine does not have (SLURM mode, hosted batch APIs, a vision model, a diffusion server).
+// never edited. The two text batch_api configs run against the fake provider (tests/support/fake_batch_provider.py),
+// reached the way the provider SDKs allow without editing a config: OPENAI_BASE_URL / ANTHROPIC_BASE_URL. The
+// others run elsewhere (custom_test, image_gen_test, hf_io_test, vision_test) or need what this machine does not
+// have (SLURM mode, a vision model, the vision configs' images, a diffusion server).
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include "e2e/batch_e2e_util.h"
 #include "e2e/e2e_util.h"
 
 namespace mmirage::testing {
@@ -98,6 +101,44 @@ TEST_F(OriginalConfigsTest, ConfigMockRunsOnTheFakeSglangLauncher) {
     EXPECT_NE(r.err.find("1 row(s) failed (max_failed_rows=0)"), std::string::npos) << r.err;
     EXPECT_EQ(errors.size(), 1u);
   }
+}
+
+TEST_F(OriginalConfigsTest, TextBatchConfigsRunUnchangedAgainstTheFakeProvider) {
+  auto rows = ReadLines(kFixtures + "/tests/mock_data/data.jsonl");
+  ASSERT_EQ(rows.size(), 50u);
+  WriteFile(d_.Path("tests/mock_data/data.jsonl"), rows[0] + "\n" + rows[1] + "\n" + rows[2] + "\n");
+  struct Case {
+    const char* config;
+    const char* env;  // the key and the SDK's base-URL variable
+    const char* out;
+  };
+  Provider prov = StartProvider(d_, {"--polls", "1"});
+  ASSERT_NE(prov.child, nullptr);
+  std::string base = "http://127.0.0.1:" + std::to_string(prov.port);
+  for (const Case& c :
+       {Case{"config_mock_openai_batch", "OPENAI_API_KEY=test-key OPENAI_BASE_URL=", "openai/v1"},
+        Case{"config_mock_anthropic_batch", "ANTHROPIC_API_KEY=test-key ANTHROPIC_BASE_URL=", "anthropic"}}) {
+    std::string url = std::string(c.out) == "openai/v1" ? base + "/v1" : base;
+    std::string env = std::string(c.env) + url + " HOME='" + d_.Path(c.config) + "'";  // a state dir each
+    std::string cfg = std::string("configs/") + c.config + ".yaml";
+    auto r = Mm(env, "run -q --config " + cfg, d_.path());
+    ASSERT_EQ(r.exit_code, 0) << c.config << ": " << r.err;
+    int rc = 75;
+    for (int i = 0; i < 10 && rc == 75; ++i) rc = Mm(env, "collect --config " + cfg, d_.path()).exit_code;
+    ASSERT_EQ(rc, 0) << c.config;
+    EXPECT_EQ(ReadFile(d_.Path(cfg)), ReadFile(kFixtures + "/" + cfg)) << "the config must stay unchanged";
+  }
+  // Both configs' rows were answered by the fake provider (its answers name the schema's fields), and it was asked
+  // for each row once per config.
+  for (const char* out : {"tests/output/data_openai_batch", "tests/output/data_anthropic_batch"}) {
+    auto lines = CatLines(d_.Path(std::string(out) + "/shard_0"));
+    ASSERT_EQ(lines.size(), 3u) << out;
+    for (const auto& l : lines)
+      EXPECT_NE(l.find("{\"role\":\"user\",\"content\":\"question about "), std::string::npos) << l;
+  }
+  auto created = CreatedIds(prov.log);
+  EXPECT_EQ(created.size(), 3u);  // both configs name their requests alike: <output>-text-s<shard>-...-r<row>
+  for (const auto& [id, n] : created) EXPECT_EQ(n, 2) << id;
 }
 
 }  // namespace

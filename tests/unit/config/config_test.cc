@@ -296,6 +296,27 @@ TEST(ConfigTest, BatchApiValidation) {
   EXPECT_NE(c.status().message().find("unknown key 'bogus'"), std::string::npos) << c.status().message();
 }
 
+TEST(ConfigTest, BatchApiBaseUrlFallsBackToTheProviderSdkVariable) {
+  for (const char* provider : {"openai", "anthropic"}) {
+    std::string y = kMinimal;
+    y.replace(y.find("processors: []"), 14, std::string("processors:\n  - type: batch_api\n    provider: ") + provider);
+    std::string var = std::string(provider) == "openai" ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL";
+    auto plain = Load(y);
+    ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+    EXPECT_FALSE(plain->processors[0].batch_api.base_url.has_value()) << provider;
+    auto gw = Load(y, {{"HOME", "/home/u"}, {var, " http://127.0.0.1:9/v1 "}});
+    ASSERT_TRUE(gw.ok()) << gw.status().ToString();
+    EXPECT_EQ(gw->processors[0].batch_api.base_url.value_or(""), "http://127.0.0.1:9/v1") << provider;
+    // The config's own base_url wins over the variable.
+    std::string own = y;
+    own.replace(own.find(std::string("provider: ") + provider), 10 + std::string(provider).size(),
+                std::string("provider: ") + provider + "\n    base_url: http://own/v1");
+    auto c = Load(own, {{"HOME", "/home/u"}, {var, "http://127.0.0.1:9/v1"}});
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->processors[0].batch_api.base_url.value_or(""), "http://own/v1") << provider;
+  }
+}
+
 TEST(ConfigTest, YamlScalarsResolveLikePyYaml) {
   std::string y = std::string(kMinimal);
   y.replace(y.find("    copy: \"{{ text }}\"\n"), 24,
