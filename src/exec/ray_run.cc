@@ -108,7 +108,11 @@ Result<std::string> Submit(const Ctx& c, const std::vector<int64_t>& ids) {
     auto env = ParseJson(c.o.config->execution.ray.runtime_env);
     if (env.ok()) body.Set("runtime_env", *env);
   }
-  LOG_INFO("Submitting Ray job to " << c.o.config->execution.ray.address << ": " << Entrypoint(c, ids));
+  const config::RayParams& r = c.o.config->execution.ray;
+  LOG_INFO(
+      "Submitting Ray job to " << r.address
+                               << (r.given_address == r.address ? "" : " (the dashboard of " + r.given_address + ")")
+                               << ": " << Entrypoint(c, ids));
   MMIRAGE_TRY(Api(c, "POST", "/api/jobs/", ToJson(body)).status());
   LOG_INFO("Submitted Ray job " << id << " for shard ids: " << JoinIds(ids));
   return id;
