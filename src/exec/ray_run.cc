@@ -7,6 +7,7 @@
 #include "exec/shard_classify.h"
 #include "exec/slurm_script.h"
 #include "pipeline/failure_report.h"
+#include "process/llm/engine_factory.h"
 #include "util/log.h"
 #include "util/process/process_info.h"
 #include "util/signals.h"
@@ -22,6 +23,7 @@ struct Ctx {
   std::string driver;
   ClassifyOptions classify;
   int64_t num_shards = 1;
+  mutable int64_t logged_shares = 1;  // the rate-limit split last logged: Submit logs each new value once
 };
 
 std::string JoinIds(const std::vector<int64_t>& ids) {
@@ -98,16 +100,41 @@ Value Metadata(const Ctx& c) {
   return m;
 }
 
+// The job's runtime_env: the configured one, and kRateLimitSharesVar in its env_vars when more than one shard task
+// runs at once (min(max_parallel, shards)) — they split the endpoints' rate limits like local workers and SLURM
+// array tasks. A value the config sets there itself is kept. Null when there is nothing to pass.
+Value RuntimeEnv(const Ctx& c, size_t num_ids) {
+  const config::RayParams& r = c.o.config->execution.ray;
+  Value env = Value::EmptyObject();
+  if (!r.runtime_env.empty()) {
+    auto parsed = ParseJson(r.runtime_env);
+    if (parsed.ok() && parsed->is_object()) env = *parsed;
+  }
+  int64_t shares = static_cast<int64_t>(num_ids);
+  if (r.max_parallel > 0) shares = std::min(shares, r.max_parallel);
+  const Value* given = env.Find("env_vars");
+  if (shares > 1 && (given == nullptr || given->is_object())) {
+    Value vars = given != nullptr ? *given : Value::EmptyObject();
+    if (vars.Find(process::llm::kRateLimitSharesVar) == nullptr) {
+      vars.Set(process::llm::kRateLimitSharesVar, Value(std::to_string(shares)));
+      if (shares != c.logged_shares)
+        LOG_INFO("The " << shares << " Ray shard tasks that run at once split the endpoints' rate limits ("
+                        << process::llm::kRateLimitSharesVar << "=" << shares << ")");
+      c.logged_shares = shares;
+    }
+    env.Set("env_vars", vars);
+  }
+  return env.as_object().empty() ? Value() : env;
+}
+
 Result<std::string> Submit(const Ctx& c, const std::vector<int64_t>& ids) {
   Value body = Value::EmptyObject();
   std::string id = "mmirage-" + c.o.config->execution.job_name + "-" + std::to_string(c.o.env->NowMicros());
   body.Set("entrypoint", Value(Entrypoint(c, ids)));
   body.Set("submission_id", Value(id));
   body.Set("metadata", Metadata(c));
-  if (!c.o.config->execution.ray.runtime_env.empty()) {
-    auto env = ParseJson(c.o.config->execution.ray.runtime_env);
-    if (env.ok()) body.Set("runtime_env", *env);
-  }
+  Value runtime_env = RuntimeEnv(c, ids.size());
+  if (!runtime_env.is_null()) body.Set("runtime_env", runtime_env);
   const config::RayParams& r = c.o.config->execution.ray;
   LOG_INFO(
       "Submitting Ray job to " << r.address
