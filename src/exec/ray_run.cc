@@ -180,6 +180,7 @@ Result<std::string> WaitForJob(const Ctx& c, const std::string& job_id, const st
   LOG_INFO("Waiting for Ray job " << job_id);
   uint64_t failing_since = 0;
   std::string last;
+  int64_t done_logged = -1;
   while (true) {
     if (StopRequested()) break;
     auto job = Api(c, "GET", "/api/jobs/" + job_id, "");
@@ -200,7 +201,8 @@ Result<std::string> WaitForJob(const Ctx& c, const std::string& job_id, const st
     Classification cls = ClassifyShards(c.classify);
     int64_t ok = 0;
     for (int64_t id : ids) ok += cls.shards[static_cast<size_t>(id)].shard_class == ShardClass::kSuccessful;
-    LOG_DEBUG("Ray job " << job_id << ": " << ok << "/" << ids.size() << " shards succeeded");
+    if (ok != done_logged) LOG_INFO("Ray job " << job_id << ": " << ok << "/" << ids.size() << " shards succeeded");
+    done_logged = ok;
     if (!SleepUnlessStopped(env, poll_us)) break;
   }
   LOG_WARN("Received " << StopSignalName() << "; stopping Ray job " << job_id);

@@ -58,6 +58,8 @@ class RayTest : public ::testing::Test {
     ray = ray.substr(0, ray.rfind('/')) + "/ray";
     int port = FreePort(), dashboard = FreePort(), client = FreePort(), agent = FreePort();
     address_ = "http://127.0.0.1:" + std::to_string(dashboard);
+    client_address_ = "ray://127.0.0.1:" + std::to_string(client);
+    dashboard_port_ = dashboard;
     std::string log = dir_->Path("head.log");
     head_ = ::fork();
     if (head_ == 0) {
@@ -108,11 +110,13 @@ class RayTest : public ::testing::Test {
 
   static TempDir* dir_;
   static pid_t head_;
-  static std::string address_, error_;
+  static std::string address_, client_address_, error_;
+  static int dashboard_port_;
 };
 TempDir* RayTest::dir_ = nullptr;
 pid_t RayTest::head_ = -1;
-std::string RayTest::address_, RayTest::error_;
+std::string RayTest::address_, RayTest::client_address_, RayTest::error_;
+int RayTest::dashboard_port_ = 0;
 
 std::string Execution(const std::string& mode_block) {
   return "execution_params:\n  retry: true\n  merge: true\n  max_retries: 2\n  poll_interval_seconds: 1\n"
@@ -168,6 +172,37 @@ TEST_F(RayTest, FourShardsMatchLocalAndAKilledShardTaskIsRetried) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(log);
   EXPECT_NE(ReadFile(log).find("Retrying failed shards: 1"), std::string::npos) << ReadFile(log);
   EXPECT_EQ(CatLines(d.Path("kout/merged")), want);
+
+  // A ray:// address (the head's Ray Client port) names the head; the Jobs API is its dashboard's port. The
+  // submitting `run` is killed (-9) once the first shard task runs: the job goes on into the state directory,
+  // `check` shows the run in progress, and a second `run` reattaches to the job and ends with the local output.
+  std::string client_block = "  mode: ray\n  ray:\n    address: " + client_address_ +
+                             "\n    dashboard_port: " + std::to_string(dashboard_port_) +
+                             "\n    python: " + MMIRAGE_DIST_PYTHON + "\n    num_cpus: 1\n    max_parallel: 1\n";
+  std::string acfg = d.Path("attach.yaml");
+  WriteFile(acfg, RestructureConfig(d.Path("data.jsonl"), d.Path("aout"), d.Path("astate"), "  num_shards: 4\n",
+                                    Execution(client_block)));
+  std::string alog = d.Path("attach.log");
+  pid_t first = ::fork();
+  if (first == 0) {
+    FILE* f = std::freopen(alog.c_str(), "w", stderr);
+    (void)f;
+    ::execl(MMIRAGE_BINARY, MMIRAGE_BINARY, "run", "--config", acfg.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  bool started = WaitFor([&] { return FindShardProcess(acfg, 0) > 0; }, 60);
+  ::kill(first, SIGKILL);
+  ::waitpid(first, nullptr, 0);
+  ASSERT_TRUE(started) << "no shard task started through " << client_address_ << ": " << ReadFile(alog);
+  EXPECT_NE(ReadFile(alog).find("(the dashboard of " + client_address_ + ")"), std::string::npos) << ReadFile(alog);
+  auto progress = RunMmirage("check --config " + acfg);
+  EXPECT_NE(progress.exit_code, 0) << progress.out;  // not every shard succeeded yet
+  auto again = RunMmirage("run --config " + acfg);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("Reattaching to Ray job mmirage-"), std::string::npos) << again.err;
+  EXPECT_EQ(again.err.find("Submitted Ray job"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("/4 shards succeeded"), std::string::npos) << again.err;  // progress while it waits
+  EXPECT_EQ(CatLines(d.Path("aout/merged")), want);
 
   // The synthetic model, 2 shards: each Ray task loads the model in its shard process.
   ASSERT_FALSE(SharedTinyModel().empty()) << "cannot generate the synthetic model with " << MakeTestModelTool();
