@@ -160,15 +160,19 @@ TEST_F(RayTest, FourShardsMatchLocalAndAKilledShardTaskIsRetried) {
     ::_exit(127);
   }
   pid_t victim = -1;
+  std::string victim_env;  // the shard process's environment, NUL-separated
   bool killed = WaitFor(
       [&] {
         victim = FindShardProcess(kcfg, 1);
+        if (victim > 0) victim_env = ReadFile("/proc/" + std::to_string(victim) + "/environ");
         return victim > 0 && ::kill(victim, SIGKILL) == 0;
       },
       60);
   int status = 0;
   ::waitpid(run, &status, 0);
   ASSERT_TRUE(killed) << "shard 1's process never appeared: " << ReadFile(log);
+  // max_parallel 2 of 4 shards: the job's runtime_env gives each task its share of hosted rate limits.
+  EXPECT_NE(victim_env.find(std::string(1, '\0') + "MMIRAGE_RATE_LIMIT_SHARES=2" + '\0'), std::string::npos);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(log);
   EXPECT_NE(ReadFile(log).find("Retrying failed shards: 1"), std::string::npos) << ReadFile(log);
   EXPECT_EQ(CatLines(d.Path("kout/merged")), want);
