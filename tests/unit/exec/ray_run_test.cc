@@ -181,6 +181,44 @@ TEST_F(RayRunTest, ALiveJobOfTheSameConfigIsReattachedNotResubmitted) {
   EXPECT_EQ(r->job_ids, (std::vector<std::string>{"mine"}));
 }
 
+// A live job that runs some of the unfinished shards (here a retry job for shard 1) is waited for and judges only
+// those; the others are submitted after it without an attempt charged for the job they were not in.
+TEST_F(RayRunTest, AReattachedJobJudgesItsShardsAndTheOthersAreSubmittedAfterIt) {
+  Value md = Value::EmptyObject();
+  md.Set("mmirage_config", Value(dir_.Path("cfg.yaml")));
+  md.Set("mmirage_fingerprint", Value(std::to_string(config_.fingerprint)));
+  md.Set("mmirage_shards", Value("1"));
+  live_jobs_ = "[{\"submission_id\":\"mine\",\"status\":\"RUNNING\",\"metadata\":" + ToJson(md) + "}]";
+  job_status_ = [&](const std::string& id) {
+    if (id == "mine") Succeed(1);
+    return "SUCCEEDED";
+  };
+  on_submit_ = [&](int) { Succeed(0); };
+  auto r = RunRayLoop(Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->all_succeeded);
+  ASSERT_EQ(bodies_.size(), 1u);
+  EXPECT_NE(bodies_[0].find("--shards 0 "), std::string::npos) << bodies_[0];
+  EXPECT_NE(bodies_[0].find("\"mmirage_shards\":\"0\""), std::string::npos) << bodies_[0];
+  ASSERT_EQ(r->job_ids.size(), 2u);
+  EXPECT_EQ(r->job_ids[0], "mine");
+  EXPECT_EQ(r->shards.at(0).attempts, 1);  // not charged for the reattached job it was not in
+
+  // A live job of this config that runs none of the shards asked for is not waited for.
+  bodies_.clear();
+  calls_.clear();
+  Reload("", 2, "state2");
+  live_jobs_ = "[{\"submission_id\":\"mine\",\"status\":\"RUNNING\",\"metadata\":" + ToJson(md) + "}]";
+  RayOptions o = Options();
+  o.shard_ids = {0};
+  job_status_ = [](const std::string&) { return "SUCCEEDED"; };
+  on_submit_ = [&](int) { Succeed(0); };
+  auto only = RunRayLoop(o);
+  ASSERT_TRUE(only.ok()) << only.status().ToString();
+  EXPECT_EQ(bodies_.size(), 1u);
+  EXPECT_EQ(std::count(calls_.begin(), calls_.end(), "GET http://head:8265/api/jobs/mine"), 0);
+}
+
 TEST_F(RayRunTest, RetryOfGivenShardsSubmitsOnlyThoseOnceAndWaits) {
   RayOptions o = Options();
   o.auto_retry = false;
