@@ -255,12 +255,16 @@ struct LoadingParams {
 // ---- execution -------------------------------------------------------------------------------------------------
 // execution_params.ray (mode: ray; docs/ray.md): where the Ray Jobs API is and what each shard task asks for.
 struct RayParams {
-  std::string address;       // dashboard URL http(s)://host:port; default $RAY_ADDRESS, then http://127.0.0.1:8265
-  double num_cpus = 1;       // per shard task, >= 0
-  double num_gpus = 0;       // per shard task, >= 0
-  int64_t memory_bytes = 0;  // per shard task; 0: no memory request
-  std::string runtime_env;   // JSON object text ("" when absent), passed to the job as its runtime_env
-  int64_t max_parallel = 0;  // shard tasks at once; 0: as many as the cluster schedules
+  // The Jobs API URL http(s)://host:port, resolved from `address` (or $RAY_API_SERVER_ADDRESS, $RAY_ADDRESS, then
+  // auto): ray://host:port, host:port and auto (127.0.0.1) name the head, whose dashboard is on dashboard_port.
+  std::string address;
+  std::string given_address;       // the address as written (ray://head:10001, auto, ...), for messages
+  int64_t dashboard_port = 8265;   // the head's dashboard port, for the addresses that name the head only
+  double num_cpus = 1;             // per shard task, >= 0
+  double num_gpus = 0;             // per shard task, >= 0
+  int64_t memory_bytes = 0;        // per shard task; 0: no memory request
+  std::string runtime_env;         // JSON object text ("" when absent), passed to the job as its runtime_env
+  int64_t max_parallel = 0;        // shard tasks at once; 0: as many as the cluster schedules
   std::string python = "python3";  // the cluster's Python that runs the driver program
 };
 

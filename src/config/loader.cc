@@ -498,7 +498,7 @@ void ReadExecution(Diag* d, const VarLookup& vars, const YAML::Node& node, Execu
   MapReader r(d, &vars, node, "execution_params");
   if (r.String("mode", &e->mode) && e->mode != "local" && e->mode != "slurm" && e->mode != "ray")
     d->Error(r.LocOf("mode"), "Invalid execution mode: '" + e->mode + "'. Must be 'local', 'slurm' or 'ray'.");
-  ReadRay(d, vars, r.Get("ray"), &e->ray);
+  ReadRay(d, vars, r.Get("ray"), e->mode == "ray", r.LocOf("mode"), &e->ray);
   r.Bool("retry", &e->retry);
   r.Bool("merge", &e->merge);
   if (r.Int("max_retries", &e->max_retries) && e->max_retries < 0)

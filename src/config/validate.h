@@ -12,8 +12,10 @@ namespace mmirage::config {
 // `yaml` is the source text, used to place template errors on the right line of block scalars.
 void ReadProcessing(Diag* d, const VarLookup& vars, const std::string& yaml, const YAML::Node& node, Config* c);
 
-// execution_params.ray (ray.cc). `vars` supplies RAY_ADDRESS when `address` is absent.
-void ReadRay(Diag* d, const VarLookup& vars, const YAML::Node& node, RayParams* ray);
+// execution_params.ray (ray.cc). `vars` supplies RAY_API_SERVER_ADDRESS or RAY_ADDRESS when `address` is absent;
+// an unusable one is an error at `mode_loc` when `ray_mode` (other modes never read it).
+void ReadRay(Diag* d, const VarLookup& vars, const YAML::Node& node, bool ray_mode, const Loc& mode_loc,
+             RayParams* ray);
 
 // Checks that need several sections: processors for every output, computability of prompts, shard range,
 // non-empty datasets. Appends errors/warnings to *d.

@@ -7,6 +7,7 @@
 #include "exec/shard_classify.h"
 #include "exec/slurm_script.h"
 #include "pipeline/failure_report.h"
+#include "process/llm/engine_factory.h"
 #include "util/log.h"
 #include "util/process/process_info.h"
 #include "util/signals.h"
@@ -22,6 +23,7 @@ struct Ctx {
   std::string driver;
   ClassifyOptions classify;
   int64_t num_shards = 1;
+  mutable int64_t logged_shares = 1;  // the rate-limit split last logged: Submit logs each new value once
 };
 
 std::string JoinIds(const std::vector<int64_t>& ids) {
@@ -98,36 +100,87 @@ Value Metadata(const Ctx& c) {
   return m;
 }
 
+// The job's runtime_env: the configured one, and kRateLimitSharesVar in its env_vars when more than one shard task
+// runs at once (min(max_parallel, shards)) — they split the endpoints' rate limits like local workers and SLURM
+// array tasks. A value the config sets there itself is kept. Null when there is nothing to pass.
+Value RuntimeEnv(const Ctx& c, size_t num_ids) {
+  const config::RayParams& r = c.o.config->execution.ray;
+  Value env = Value::EmptyObject();
+  if (!r.runtime_env.empty()) {
+    auto parsed = ParseJson(r.runtime_env);
+    if (parsed.ok() && parsed->is_object()) env = *parsed;
+  }
+  int64_t shares = static_cast<int64_t>(num_ids);
+  if (r.max_parallel > 0) shares = std::min(shares, r.max_parallel);
+  const Value* given = env.Find("env_vars");
+  if (shares > 1 && (given == nullptr || given->is_object())) {
+    Value vars = given != nullptr ? *given : Value::EmptyObject();
+    if (vars.Find(process::llm::kRateLimitSharesVar) == nullptr) {
+      vars.Set(process::llm::kRateLimitSharesVar, Value(std::to_string(shares)));
+      if (shares != c.logged_shares)
+        LOG_INFO("The " << shares << " Ray shard tasks that run at once split the endpoints' rate limits ("
+                        << process::llm::kRateLimitSharesVar << "=" << shares << ")");
+      c.logged_shares = shares;
+    }
+    env.Set("env_vars", vars);
+  }
+  return env.as_object().empty() ? Value() : env;
+}
+
 Result<std::string> Submit(const Ctx& c, const std::vector<int64_t>& ids) {
   Value body = Value::EmptyObject();
   std::string id = "mmirage-" + c.o.config->execution.job_name + "-" + std::to_string(c.o.env->NowMicros());
   body.Set("entrypoint", Value(Entrypoint(c, ids)));
   body.Set("submission_id", Value(id));
-  body.Set("metadata", Metadata(c));
-  if (!c.o.config->execution.ray.runtime_env.empty()) {
-    auto env = ParseJson(c.o.config->execution.ray.runtime_env);
-    if (env.ok()) body.Set("runtime_env", *env);
-  }
-  LOG_INFO("Submitting Ray job to " << c.o.config->execution.ray.address << ": " << Entrypoint(c, ids));
+  Value metadata = Metadata(c);
+  metadata.Set("mmirage_shards", Value(JoinIds(ids)));  // a reattaching run judges these shards only
+  body.Set("metadata", metadata);
+  Value runtime_env = RuntimeEnv(c, ids.size());
+  if (!runtime_env.is_null()) body.Set("runtime_env", runtime_env);
+  const config::RayParams& r = c.o.config->execution.ray;
+  LOG_INFO(
+      "Submitting Ray job to " << r.address
+                               << (r.given_address == r.address ? "" : " (the dashboard of " + r.given_address + ")")
+                               << ": " << Entrypoint(c, ids));
   MMIRAGE_TRY(Api(c, "POST", "/api/jobs/", ToJson(body)).status());
   LOG_INFO("Submitted Ray job " << id << " for shard ids: " << JoinIds(ids));
   return id;
 }
 
-// A job of this config (same path and fingerprint) still pending or running, or "" when none.
-std::string FindLiveJob(const Ctx& c) {
+// A job of this config (same path and fingerprint) still pending or running: its submission id ("" when none) and
+// the shards it runs (empty when its metadata does not say).
+struct LiveJob {
+  std::string id;
+  std::vector<int64_t> shards;
+};
+
+LiveJob FindLiveJob(const Ctx& c) {
   auto jobs = Api(c, "GET", "/api/jobs/", "");
-  if (!jobs.ok() || !jobs->is_array()) return "";
+  if (!jobs.ok() || !jobs->is_array()) return {};
   Value want = Metadata(c);
   for (const Value& j : jobs->as_array()) {
     const Value* st = j.is_object() ? j.Find("status") : nullptr;
     const Value* md = j.is_object() ? j.Find("metadata") : nullptr;
     const Value* sid = j.is_object() ? j.Find("submission_id") : nullptr;
-    if (!st || !md || !sid || !sid->is_string() || !st->is_string()) continue;
+    if (!st || !md || !md->is_object() || !sid || !sid->is_string() || !st->is_string()) continue;
     if (st->as_string() != "PENDING" && st->as_string() != "RUNNING") continue;
-    if (ToJson(*md) == ToJson(want)) return sid->as_string();
+    bool same = true;
+    for (const auto& [key, value] : want.as_object()) {
+      const Value* theirs = md->Find(key);
+      same = same && theirs != nullptr && ToJson(*theirs) == ToJson(value);
+    }
+    if (!same) continue;
+    LiveJob live{sid->as_string(), {}};
+    const Value* shards = md->Find("mmirage_shards");
+    std::stringstream list(shards != nullptr && shards->is_string() ? shards->as_string() : "");
+    for (std::string id; std::getline(list, id, ',');) {
+      try {
+        live.shards.push_back(std::stoll(id));
+      } catch (const std::exception&) { return {sid->as_string(), {}}; }
+    }
+    return live;
   }
-  return "";
+  return {};
 }
 
 bool Terminal(const std::string& st) { return st == "SUCCEEDED" || st == "FAILED" || st == "STOPPED"; }
@@ -149,6 +202,7 @@ Result<std::string> WaitForJob(const Ctx& c, const std::string& job_id, const st
   LOG_INFO("Waiting for Ray job " << job_id);
   uint64_t failing_since = 0;
   std::string last;
+  int64_t done_logged = -1;
   while (true) {
     if (StopRequested()) break;
     auto job = Api(c, "GET", "/api/jobs/" + job_id, "");
@@ -169,7 +223,8 @@ Result<std::string> WaitForJob(const Ctx& c, const std::string& job_id, const st
     Classification cls = ClassifyShards(c.classify);
     int64_t ok = 0;
     for (int64_t id : ids) ok += cls.shards[static_cast<size_t>(id)].shard_class == ShardClass::kSuccessful;
-    LOG_DEBUG("Ray job " << job_id << ": " << ok << "/" << ids.size() << " shards succeeded");
+    if (ok != done_logged) LOG_INFO("Ray job " << job_id << ": " << ok << "/" << ids.size() << " shards succeeded");
+    done_logged = ok;
     if (!SleepUnlessStopped(env, poll_us)) break;
   }
   LOG_WARN("Received " << StopSignalName() << "; stopping Ray job " << job_id);
@@ -226,6 +281,16 @@ Status Round(const Ctx& c, const std::vector<int64_t>& ids, const std::string& l
   return Status::OK();
 }
 
+// Keeps in *ids the shards `job_shards` names (all when it is empty) and returns the others.
+std::vector<int64_t> SplitOffShardsNotIn(const std::vector<int64_t>& job_shards, std::vector<int64_t>* ids) {
+  if (job_shards.empty()) return {};
+  std::vector<int64_t> in_job, rest;
+  for (int64_t id : *ids)
+    (std::find(job_shards.begin(), job_shards.end(), id) != job_shards.end() ? in_job : rest).push_back(id);
+  *ids = std::move(in_job);
+  return rest;
+}
+
 }  // namespace
 
 Result<std::string> FindRayDriver(Env* env, const std::string& mmirage_bin) {
@@ -256,11 +321,28 @@ Result<SlurmRunReport> RunRayLoop(const RayOptions& options) {
     report.all_succeeded = true;
     return report;
   }
-  std::string live = FindLiveJob(c);
-  if (!live.empty()) LOG_INFO("Reattaching to Ray job " << live << " of this config");
+  LiveJob live = FindLiveJob(c);
+  std::vector<int64_t> rest;  // shards a reattached job does not run: submitted after it
+  if (!live.id.empty()) rest = SplitOffShardsNotIn(live.shards, &ids);
+  if (ids.empty()) {  // the live job runs none of the shards asked for: not waited for
+    ids = std::move(rest);
+    rest.clear();
+    live.id.clear();
+  }
+  if (!live.id.empty()) LOG_INFO("Reattaching to Ray job " << live.id << " of this config");
   while (true) {
-    MMIRAGE_TRY(Round(c, ids, live, &spent, &report));
-    live.clear();
+    MMIRAGE_TRY(Round(c, ids, live.id, &spent, &report));
+    live.id.clear();
+    if (!rest.empty()) {
+      ids = std::move(rest);
+      rest.clear();
+      if (c.o.auto_retry && !report.all_succeeded) {
+        for (int64_t id : report.LogFailedAndRetryable(c.o.config->execution.max_retries)) ids.push_back(id);
+        std::sort(ids.begin(), ids.end());
+      }
+      LOG_INFO("Submitting the shards the reattached job does not run: " << JoinIds(ids));
+      continue;
+    }
     if (!c.o.auto_retry && !c.o.wait) {
       LOG_INFO(
           "Not waiting for the Ray job (execution_params.retry and merge are false); follow it with "

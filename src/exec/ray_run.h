@@ -4,8 +4,9 @@
 // max_parallel at once), each running `<mmirage_bin> run --config C --shard-id N` in project_root. This process
 // polls the job (GET /api/jobs/<id>), judges each shard from the state directory like SLURM mode, and resubmits the
 // failed ones until every shard succeeded or spent its budget (max_retries + 1 attempts). A job of the same config
-// still pending or running when `run` starts is reattached to, not submitted again. A stop signal (SIGINT/SIGTERM)
-// stops the job (POST /api/jobs/<id>/stop) before returning, so the cluster keeps no task of ours.
+// still pending or running when `run` starts is reattached to, not submitted again: it is judged for the shards it
+// runs (its metadata's mmirage_shards), and the other unfinished shards are submitted after it. A stop signal
+// (SIGINT/SIGTERM) stops the job (POST /api/jobs/<id>/stop) before returning, so the cluster keeps no task of ours.
 // Thread-safety: one call at a time. Ownership: everything in the options is borrowed for the call.
 #pragma once
 

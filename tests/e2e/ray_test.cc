@@ -1,7 +1,8 @@
 // execution_params.mode: ray against a real local Ray head (`ray start --head --num-cpus 2` from the test venv,
 // tests/requirements-dist.txt), started for this suite on 127.0.0.1 and stopped on the way out with everything it
 // started: a 4-shard model-free config run as a Ray job gives the output of a local run, and a shard process killed
-// mid-run is judged failed, resubmitted, and the merged output is still the local one; a 2-shard config on the
+// mid-run is judged failed, resubmitted, and the merged output is still the local one; through a ray:// address, a
+// kill -9 of the submitting run leaves the job running and a second run reattaches to it; a 2-shard config on the
 // synthetic model gives the rows of a local run too.
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -50,6 +51,12 @@ pid_t FindShardProcess(const std::string& config, int id) {
   return found;
 }
 
+std::string Execution(const std::string& mode_block) {
+  return "execution_params:\n  retry: true\n  merge: true\n  max_retries: 2\n  poll_interval_seconds: 1\n"
+         "  commit_every_rows: 1\n  commit_interval_seconds: 0.01\n" +
+         mode_block;
+}
+
 class RayTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -58,6 +65,8 @@ class RayTest : public ::testing::Test {
     ray = ray.substr(0, ray.rfind('/')) + "/ray";
     int port = FreePort(), dashboard = FreePort(), client = FreePort(), agent = FreePort();
     address_ = "http://127.0.0.1:" + std::to_string(dashboard);
+    client_address_ = "ray://127.0.0.1:" + std::to_string(client);
+    dashboard_port_ = dashboard;
     std::string log = dir_->Path("head.log");
     head_ = ::fork();
     if (head_ == 0) {
@@ -106,19 +115,48 @@ class RayTest : public ::testing::Test {
   }
   void SetUp() override { ASSERT_TRUE(error_.empty()) << error_; }
 
+  // A ray:// address (the head's Ray Client port) names the head; the Jobs API is its dashboard's port. The
+  // submitting `run` is killed (-9) once the first shard task runs: the job goes on into the state directory,
+  // `check` shows the run in progress, and a second `run` reattaches to the job and ends with the local output.
+  void ReattachAfterTheSubmitterIsKilled(const TempDir& d, const std::vector<std::string>& want) {
+    std::string client_block = "  mode: ray\n  ray:\n    address: " + client_address_ +
+                               "\n    dashboard_port: " + std::to_string(dashboard_port_) +
+                               "\n    python: " + MMIRAGE_DIST_PYTHON + "\n    num_cpus: 1\n    max_parallel: 1\n";
+    std::string acfg = d.Path("attach.yaml");
+    WriteFile(acfg, RestructureConfig(d.Path("data.jsonl"), d.Path("aout"), d.Path("astate"), "  num_shards: 4\n",
+                                      Execution(client_block)));
+    std::string alog = d.Path("attach.log");
+    pid_t first = ::fork();
+    if (first == 0) {
+      FILE* f = std::freopen(alog.c_str(), "w", stderr);
+      (void)f;
+      ::execl(MMIRAGE_BINARY, MMIRAGE_BINARY, "run", "--config", acfg.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    bool started = WaitFor([&] { return FindShardProcess(acfg, 0) > 0; }, 60);
+    ::kill(first, SIGKILL);
+    ::waitpid(first, nullptr, 0);
+    ASSERT_TRUE(started) << "no shard task started through " << client_address_ << ": " << ReadFile(alog);
+    EXPECT_NE(ReadFile(alog).find("(the dashboard of " + client_address_ + ")"), std::string::npos) << ReadFile(alog);
+    auto progress = RunMmirage("check --config " + acfg);
+    EXPECT_NE(progress.exit_code, 0) << progress.out;  // not every shard succeeded yet
+    auto again = RunMmirage("run --config " + acfg);
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_NE(again.err.find("Reattaching to Ray job mmirage-"), std::string::npos) << again.err;
+    EXPECT_EQ(again.err.find("Submitted Ray job"), std::string::npos) << again.err;
+    EXPECT_NE(again.err.find("/4 shards succeeded"), std::string::npos) << again.err;  // progress while it waits
+    EXPECT_EQ(CatLines(d.Path("aout/merged")), want);
+  }
+
   static TempDir* dir_;
   static pid_t head_;
-  static std::string address_, error_;
+  static std::string address_, client_address_, error_;
+  static int dashboard_port_;
 };
 TempDir* RayTest::dir_ = nullptr;
 pid_t RayTest::head_ = -1;
-std::string RayTest::address_, RayTest::error_;
-
-std::string Execution(const std::string& mode_block) {
-  return "execution_params:\n  retry: true\n  merge: true\n  max_retries: 2\n  poll_interval_seconds: 1\n"
-         "  commit_every_rows: 1\n  commit_interval_seconds: 0.01\n" +
-         mode_block;
-}
+std::string RayTest::address_, RayTest::client_address_, RayTest::error_;
+int RayTest::dashboard_port_ = 0;
 
 // One test (one Ray head for both runs): the suite's tests run in separate processes.
 TEST_F(RayTest, FourShardsMatchLocalAndAKilledShardTaskIsRetried) {
@@ -156,18 +194,25 @@ TEST_F(RayTest, FourShardsMatchLocalAndAKilledShardTaskIsRetried) {
     ::_exit(127);
   }
   pid_t victim = -1;
+  std::string victim_env;  // the shard process's environment, NUL-separated
   bool killed = WaitFor(
       [&] {
         victim = FindShardProcess(kcfg, 1);
+        if (victim > 0) victim_env = ReadFile("/proc/" + std::to_string(victim) + "/environ");
         return victim > 0 && ::kill(victim, SIGKILL) == 0;
       },
       60);
   int status = 0;
   ::waitpid(run, &status, 0);
   ASSERT_TRUE(killed) << "shard 1's process never appeared: " << ReadFile(log);
+  // max_parallel 2 of 4 shards: the job's runtime_env gives each task its share of hosted rate limits.
+  EXPECT_NE(victim_env.find(std::string(1, '\0') + "MMIRAGE_RATE_LIMIT_SHARES=2" + '\0'), std::string::npos);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(log);
   EXPECT_NE(ReadFile(log).find("Retrying failed shards: 1"), std::string::npos) << ReadFile(log);
   EXPECT_EQ(CatLines(d.Path("kout/merged")), want);
+
+  ReattachAfterTheSubmitterIsKilled(d, want);
+  if (HasFatalFailure()) return;
 
   // The synthetic model, 2 shards: each Ray task loads the model in its shard process.
   ASSERT_FALSE(SharedTinyModel().empty()) << "cannot generate the synthetic model with " << MakeTestModelTool();
