@@ -66,9 +66,10 @@ Value DatasetIdentity(Env* env, const config::Config& config, size_t dataset_ind
   id.Set("config", Hex64(config.fingerprint));
   Value vars = Value::EmptyObject();
   for (const auto& [name, value] : config.expanded_vars) {
-    // SLURM_* say where a task runs (e.g. shard_id: ${SLURM_ARRAY_TASK_ID}), not what it computes: the layout is
-    // recorded below, and a shard started in an array job may be finished by a local run.
-    if (name.rfind("SLURM_", 0) == 0) continue;
+    // SLURM_* and the Ray addresses say where a task runs (e.g. shard_id: ${SLURM_ARRAY_TASK_ID}), not what it
+    // computes: the layout is recorded below, and a shard started in an array job or a Ray task may be finished
+    // by a local run.
+    if (name.rfind("SLURM_", 0) == 0 || name == "RAY_ADDRESS" || name == "RAY_API_SERVER_ADDRESS") continue;
     vars.Set(name, value ? Value(Hex64(Fnv1a64(*value))) : Value());
   }
   id.Set("vars", vars);

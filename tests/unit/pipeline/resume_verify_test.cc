@@ -279,6 +279,32 @@ TEST(InputIdentityTest, SlurmVariablesAreNotPartOfTheIdentity) {
             IdentityFingerprint(DatasetIdentity(Env::Default(), local, 0, 3)));
 }
 
+TEST(InputIdentityTest, RayAddressesAreNotPartOfTheIdentity) {
+  testing::TempDir d;
+  std::string data = d.Path("a.jsonl");
+  testing::WriteFile(data, "{\"a\":1}\n");
+  // A config without ray.address looks the variables up in every mode; a Ray task sees other values than the shell
+  // that submitted it.
+  std::string y =
+      "processors: []\nloading_params:\n  datasets:\n    - type: JSONL\n      path: " + data +
+      "\n      output_dir: " + d.Path("o") +
+      "\nprocessing_params:\n  inputs: [{name: a, key: a}]\n  outputs: []\n  output_schema: {a: '{{ a }}'}\n"
+      "execution_params:\n  mode: ray\n";
+  auto load = [&](std::optional<std::string> address) {
+    config::LoadOptions o;
+    o.vars = [address](const std::string& name) {
+      return name == "RAY_ADDRESS" || name == "RAY_API_SERVER_ADDRESS" ? address : std::nullopt;
+    };
+    auto c = config::LoadConfigFromString(y, "t.yaml", o);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(*c) : config::Config();
+  };
+  config::Config submitted = load(std::string("ray://head:10001")), in_task = load(std::string("10.0.0.1:6379"));
+  ASSERT_GT(submitted.expanded_vars.count("RAY_API_SERVER_ADDRESS") + submitted.expanded_vars.count("RAY_ADDRESS"), 0u);
+  EXPECT_EQ(IdentityFingerprint(DatasetIdentity(Env::Default(), submitted, 0, 0)),
+            IdentityFingerprint(DatasetIdentity(Env::Default(), in_task, 0, 0)));
+}
+
 TEST(InputIdentityTest, ConfigLayoutAndFormatVersionChangesAreNamed) {
   testing::TempDir d;
   std::string data = d.Path("a.jsonl");
