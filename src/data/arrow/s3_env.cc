@@ -30,7 +30,8 @@ namespace {
 
 using arrow::fs::FileInfo;
 using arrow::fs::FileType;
-constexpr size_t kChunk = 8 << 20;  // bytes per ranged read and per upload write
+// The largest ranged read: fewer, bigger requests (a store may cost per request, or per object touched).
+constexpr size_t kChunk = 32 << 20;
 
 std::string SpoolDir() {
   const char* dir = std::getenv("TMPDIR");
@@ -55,16 +56,11 @@ void RemoveDeadSpools() {
   }
 }
 
-std::vector<FileInfo> PartInfos(const std::string& key, uint64_t n) {
-  std::vector<FileInfo> parts;
-  for (uint64_t i = 0; i < n; ++i) parts.emplace_back(PartKey(key, i), FileType::File);
-  return parts;
-}
-
-// Every byte appended goes to a local spool file that holds the whole file. A Sync uploads the whole file as one
-// object while that costs at most twice the bytes it adds; after that each Sync uploads only the bytes appended
-// since the last as the next part (the first such Sync turns the whole object into part 0, server-side), and Close
-// composes the parts into one whole object again.
+// Every byte appended goes to a local spool file that holds the whole file. The first upload of a new file is one
+// whole object (a file written once and closed stays one PUT); each later Sync uploads only the bytes appended
+// since the last as the next part (the first such Sync turns the whole object into part 0 with a server-side copy:
+// a journaled file's first Sync is the empty one that creates it), and Close composes the parts into one whole
+// object again, uploaded from the spool.
 class S3WritableFile final : public WritableFile {
  public:
   struct Start {
@@ -108,7 +104,7 @@ class S3WritableFile final : public WritableFile {
   // still wins until it is deleted, after the next part is uploaded.
   Status WholeToPart0() {
     MMIRAGE_ASSIGN_OR_RETURN(auto stale, ListParts(fs_.get(), key_, path_));
-    MMIRAGE_TRY(DeleteParts(fs_.get(), stale, path_));
+    if (!stale.empty()) MMIRAGE_TRY(DeleteAllParts(fs_.get(), key_, path_));
     arrow::Status st = fs_->CopyFile(key_, PartKey(key_, 0));
     if (!st.ok()) return FromArrow(st, path_);
     parts_ = 1;
@@ -127,9 +123,7 @@ class S3WritableFile final : public WritableFile {
 
 Status S3WritableFile::Sync() {
   if (!dirty_) return Status::OK();
-  // While the file is one object and no bigger than what this Sync adds, uploading it again costs at most twice
-  // the new bytes (so the uploads of a file stay linear in its size) and spares Close composing parts.
-  if (!uploaded_ || (parts_ == 0 && synced_ <= size_ - synced_)) {
+  if (!uploaded_) {
     MMIRAGE_TRY(UploadSpool(0, key_));
   } else if (size_ > synced_) {
     const bool was_whole = parts_ == 0;
@@ -153,7 +147,7 @@ Status S3WritableFile::Close() {
   if (parts_ > 0) {
     // One whole object from the spool (it wins over the parts at once), then the parts go.
     st = UploadSpool(0, key_);
-    if (st.ok()) st = DeleteParts(fs_.get(), PartInfos(key_, parts_), path_);
+    if (st.ok()) st = DeleteAllParts(fs_.get(), key_, path_);
   } else {
     st = Sync();
   }
@@ -330,18 +324,18 @@ Result<std::vector<std::string>> ObjectStoreEnv::GetChildren(const std::string& 
   return names;
 }
 
-// Parts first (highest first), so that deleting a whole object never uncovers leftover parts.
+// Leftover parts first, so that deleting a whole object never uncovers them.
 Status ObjectStoreEnv::RemoveFile(const std::string& path) {
   MMIRAGE_ASSIGN_OR_RETURN(std::string key, S3Key(path));
   MMIRAGE_ASSIGN_OR_RETURN(ObjectLayout layout, Resolve(fs_.get(), key, path));
   if (layout.type != FileType::File) return Status::NotFound(path + ": no such object");
   if (layout.parts.empty()) {
     MMIRAGE_ASSIGN_OR_RETURN(layout.parts, ListParts(fs_.get(), key, path));
-    MMIRAGE_TRY(DeleteParts(fs_.get(), layout.parts, path));
+    if (!layout.parts.empty()) MMIRAGE_TRY(DeleteAllParts(fs_.get(), key, path));
     arrow::Status st = fs_->DeleteFile(key);
     return st.ok() ? Status::OK() : FromArrow(st, path);
   }
-  return DeleteParts(fs_.get(), layout.parts, path);
+  return DeleteAllParts(fs_.get(), key, path);
 }
 
 // Copies every file under from_key to the same place under to_key as one whole object each (a file stored as

@@ -172,6 +172,12 @@ Status DeleteParts(arrow::fs::FileSystem* fs, const std::vector<FileInfo>& parts
   return Status::OK();
 }
 
+Status DeleteAllParts(arrow::fs::FileSystem* fs, const std::string& key, const std::string& path) {
+  // One folder delete: deleting its last object one by one would make Arrow keep the folder as a marker object.
+  arrow::Status st = fs->DeleteDir(key + kPartsSuffix);
+  return st.ok() ? Status::OK() : FromArrow(st, path);
+}
+
 std::unique_ptr<SequentialFile> NewLayoutReader(std::shared_ptr<arrow::fs::FileSystem> fs, ObjectLayout layout,
                                                 std::string path, size_t chunk) {
   std::vector<FileInfo> segments = std::move(layout.parts);

@@ -47,6 +47,9 @@ Result<ObjectLayout> Resolve(arrow::fs::FileSystem* fs, const std::string& key, 
 
 // Deletes `parts` highest first (a kill midway leaves a shorter run that still starts at 0).
 Status DeleteParts(arrow::fs::FileSystem* fs, const std::vector<arrow::fs::FileInfo>& parts, const std::string& path);
+// Deletes every part of `key` at once (no order: for parts that a whole object supersedes, or a file being
+// removed), leaving no empty folder marker behind.
+Status DeleteAllParts(arrow::fs::FileSystem* fs, const std::string& key, const std::string& path);
 
 // Front-to-back reads of a file (whole or parts) in ranged requests growing from 256 KiB to `chunk` bytes.
 std::unique_ptr<SequentialFile> NewLayoutReader(std::shared_ptr<arrow::fs::FileSystem> fs, ObjectLayout layout,
