@@ -177,16 +177,25 @@ class ObjectStoreEnv final : public Env {
   }
   bool IsRegularFile(const std::string& path) override { return TypeOf(path) == FileType::File; }
   Result<std::vector<std::string>> GetChildren(const std::string& dir) override;
+  // A folder this process created (and has not deleted since) is not created again: each level is one PUT.
   Status CreateDirs(const std::string& path) override {
     MMIRAGE_ASSIGN_OR_RETURN(std::string key, S3Key(path));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (made_dirs_.count(key) != 0) return Status::OK();
+    }
     arrow::Status st = fs_->CreateDir(key, /*recursive=*/true);
-    return st.ok() ? Status::OK() : FromArrow(st, path);
+    if (!st.ok()) return FromArrow(st, path);
+    std::lock_guard<std::mutex> lock(mu_);
+    made_dirs_.insert(key);
+    return Status::OK();
   }
   Status RemoveFile(const std::string& path) override;
   Status RemoveAll(const std::string& path) override {
     MMIRAGE_ASSIGN_OR_RETURN(std::string key, S3Key(path));
     if (key.find('/') == std::string::npos) return Status::InvalidArgument(path + ": will not delete a bucket");
     if (Type(key) == FileType::Directory) {
+      ForgetDirs(key);
       arrow::Status st = fs_->DeleteDir(key);
       return st.ok() ? Status::OK() : FromArrow(st, path);
     }
@@ -266,9 +275,21 @@ class ObjectStoreEnv final : public Env {
     return UploadFrom(fs_.get(), in.get(), to_key, path);
   }
   Status CopyTree(const std::string& from_key, const std::string& to_key, const std::string& path);
+  // Deletes the file `key` laid out as `layout` (leftover parts first, so that they never become the file).
+  Status RemoveLayout(const std::string& key, ObjectLayout layout, const std::string& path);
   Status TruncateParts(const ObjectLayout& layout, const std::string& key, const std::string& path, uint64_t size);
+  // Drops `key` and the folders under it from made_dirs_.
+  void ForgetDirs(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = made_dirs_.lower_bound(key); it != made_dirs_.end() && it->rfind(key, 0) == 0;) {
+      bool under = it->size() == key.size() || (*it)[key.size()] == '/';
+      it = under ? made_dirs_.erase(it) : std::next(it);
+    }
+  }
 
   std::shared_ptr<arrow::fs::FileSystem> fs_;
+  std::mutex mu_;
+  std::set<std::string> made_dirs_;  // guarded by mu_
 };
 
 Result<std::unique_ptr<WritableFile>> ObjectStoreEnv::NewWritableFile(const std::string& path, bool append) {
@@ -329,6 +350,10 @@ Status ObjectStoreEnv::RemoveFile(const std::string& path) {
   MMIRAGE_ASSIGN_OR_RETURN(std::string key, S3Key(path));
   MMIRAGE_ASSIGN_OR_RETURN(ObjectLayout layout, Resolve(fs_.get(), key, path));
   if (layout.type != FileType::File) return Status::NotFound(path + ": no such object");
+  return RemoveLayout(key, std::move(layout), path);
+}
+
+Status ObjectStoreEnv::RemoveLayout(const std::string& key, ObjectLayout layout, const std::string& path) {
   if (layout.parts.empty()) {
     MMIRAGE_ASSIGN_OR_RETURN(layout.parts, ListParts(fs_.get(), key, path));
     if (!layout.parts.empty()) MMIRAGE_TRY(DeleteAllParts(fs_.get(), key, path));
@@ -392,7 +417,7 @@ Status ObjectStoreEnv::RenameFile(const std::string& from, const std::string& to
   if (t == FileType::File) {
     if (dest == FileType::Directory) return Status::IOError(what + ": the target is a directory");
     MMIRAGE_TRY(Compose(layout, to_key, what));  // a whole object wins over leftover parts of the target
-    return RemoveFile(from);
+    return RemoveLayout(from_key, std::move(layout), what);
   }
   if (dest == FileType::File) return Status::IOError(what + ": the target is a file");
   if (dest == FileType::Directory) {
@@ -400,6 +425,7 @@ Status ObjectStoreEnv::RenameFile(const std::string& from, const std::string& to
     if (!children.empty()) return Status::IOError(what + ": the target directory is not empty");
   }
   MMIRAGE_TRY(CopyTree(from_key, to_key, what));
+  ForgetDirs(from_key);
   arrow::Status st = fs_->DeleteDir(from_key);
   return st.ok() ? Status::OK() : FromArrow(st, what);
 }
