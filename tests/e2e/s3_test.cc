@@ -204,7 +204,8 @@ TEST_F(S3Test, KillNineMidRunThenResumeGivesTheLocalOutput) {
   EXPECT_NE(after.find(prefix + "/out/shard_0/data.jsonl\n"), std::string::npos) << after;
 }
 
-// A model output with the state in the bucket: the generation cache stays local (SQLite), the rows match a local run.
+// A model output with the state in the bucket, committed row by row (so in parts): the generation cache stays
+// local (SQLite), the rows match a local run.
 TEST_F(S3Test, SyntheticModelRunWithStateInTheBucketMatchesLocal) {
   TempDir d;
   ASSERT_FALSE(SharedTinyModel().empty()) << "cannot generate the synthetic model with " << MakeTestModelTool();
@@ -219,7 +220,7 @@ TEST_F(S3Test, SyntheticModelRunWithStateInTheBucketMatchesLocal) {
            "\n  num_shards: 2\nprocessing_params:\n  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
            "  outputs: [{name: answer, type: llm, prompt: \"Rewrite: {{ text }}\"}]\n  remove_columns: true\n"
            "  output_schema: {id: \"{{ id }}\", answer: \"{{ answer }}\"}\n" +
-           Retrying("  cache_dir: " + d.Path("cache") + "\n");
+           Retrying("  commit_every_rows: 1\n  cache_dir: " + d.Path("cache") + "\n");  // a part per row
   };
   WriteFile(d.Path("l.yaml"), config(d.Path("data.jsonl"), d.Path("out"), d.Path("state")));
   auto local = RunMmirage("run --config " + d.Path("l.yaml") + " --log-level WARNING");
