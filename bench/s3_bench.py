@@ -9,7 +9,8 @@ objects in memory in one Python process, so this measures mmirage's own overhead
 more than a real store's network. As a floor it times boto3 moving the same bytes (download of the input, upload of
 one object the size of the output) and prints local / (local + floor): the ratio an S3 run that only added those
 transfers to the local run would reach. Usage:
-  bench/s3_bench.py [--rows N] [--shards K] [--mmirage build/mmirage]
+  bench/s3_bench.py [--rows N] [--shards K] [--commit-interval S] [--mmirage build/mmirage]
+(--commit-interval: commit_interval_seconds; small values show what each commit costs on object storage.)
 """
 import argparse
 import collections
@@ -40,6 +41,7 @@ loading_params:
 """ + PROCESSING + """execution_params:
   retry: true
   merge: true
+  commit_interval_seconds: {commit}
 """
 
 
@@ -101,6 +103,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--shards", type=int, default=1)
+    ap.add_argument("--commit-interval", type=float, default=5.0)
     ap.add_argument("--mmirage", default=os.path.join(ROOT, "build", "mmirage"))
     ap.add_argument("--python", default=os.path.join(ROOT, "build", "venv-dist", "bin", "python"))
     args = ap.parse_args()
@@ -122,7 +125,8 @@ def main():
             src = data if name == "local" else f"s3://{BUCKET}/in/data.jsonl"
             cfg = os.path.join(tmp, name + ".yaml")
             with open(cfg, "w") as f:
-                f.write(CONFIG.format(data=src, out=base + "/out", state=base + "/state", shards=args.shards))
+                f.write(CONFIG.format(data=src, out=base + "/out", state=base + "/state", shards=args.shards,
+                                      commit=args.commit_interval))
             _, offset = requests_since(log_path, 0)
             wall, rss = run(args.mmirage, cfg, env)
             requests, _ = requests_since(log_path, offset)
