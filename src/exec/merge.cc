@@ -80,18 +80,6 @@ Result<int64_t> CopyLines(Env* env, const std::string& from, WritableFile* to, i
   return n;
 }
 
-Result<int64_t> CountLinesOf(Env* env, const std::string& path) {
-  MMIRAGE_ASSIGN_OR_RETURN(auto reader, LineReader::Open(env, path));
-  std::string_view line;
-  int64_t n = 0;
-  while (true) {
-    MMIRAGE_ASSIGN_OR_RETURN(bool more, reader->Next(&line));
-    if (!more) break;
-    if (!IsBlankLine(line)) ++n;
-  }
-  return n;
-}
-
 // Lines of errors.jsonl that are failed rows (not warnings about written rows, "level":"warning"), and all lines.
 Status CountErrorLines(Env* env, const std::string& path, int64_t* failed, int64_t* lines) {
   MMIRAGE_ASSIGN_OR_RETURN(auto reader, LineReader::Open(env, path));
@@ -106,16 +94,25 @@ Status CountErrorLines(Env* env, const std::string& path, int64_t* failed, int64
   return Status::OK();
 }
 
-Result<int64_t> TableRows(Env* env, const std::string& dir) {
+// Whether the table directory `dir` holds a row. JSONL: reads up to its first non-blank line only (the copy counts
+// the rows), so that a big shard is not read once more just to be counted — on object storage that is a download.
+Result<bool> TableHasRows(Env* env, const std::string& dir) {
   MMIRAGE_ASSIGN_OR_RETURN(OutputFormat format, TableFormat(env, dir));
-  if (format == OutputFormat::kJsonl) return CountLinesOf(env, JoinPath(dir, "data.jsonl"));
+  if (format == OutputFormat::kJsonl) {
+    MMIRAGE_ASSIGN_OR_RETURN(auto reader, LineReader::Open(env, JoinPath(dir, "data.jsonl")));
+    std::string_view line;
+    while (true) {
+      MMIRAGE_ASSIGN_OR_RETURN(bool more, reader->Next(&line));
+      if (!more) return false;
+      if (!IsBlankLine(line)) return true;
+    }
+  }
   MMIRAGE_ASSIGN_OR_RETURN(auto parts, ResolveOutputParts(env, dir));
-  int64_t n = 0;
   for (const auto& p : parts) {
     MMIRAGE_ASSIGN_OR_RETURN(uint64_t k, CountRows(env, p));
-    n += static_cast<int64_t>(k);
+    if (k > 0) return true;
   }
-  return n;
+  return false;
 }
 
 Status CopyFile(Env* env, const std::string& from, const std::string& to) {
@@ -253,17 +250,18 @@ Result<Candidates> ScannedShards(Env* env, const MergeOptions& options, MergeRep
   return candidates;
 }
 
-// What shard directory `dir` holds (format, splits) with its row count in *rows; nullopt when it holds no data
-// table. Errors: a corrupt dataset_dict.json, a split without data, splits in different formats, reading.
-Result<std::optional<ShardContent>> InspectShard(Env* env, int64_t id, const std::string& dir, int64_t* rows) {
+// What shard directory `dir` holds (format, splits), and in *has_rows whether any of its tables holds a row;
+// nullopt when it holds no data table. Errors: a corrupt dataset_dict.json, a split without data, splits in
+// different formats, reading.
+Result<std::optional<ShardContent>> InspectShard(Env* env, int64_t id, const std::string& dir, bool* has_rows) {
   ShardContent sc{id, dir, {}};
-  *rows = 0;
+  *has_rows = false;
   std::string dd = JoinPath(dir, "dataset_dict.json");
   if (!env->FileExists(dd)) {
     auto fmt = TableFormat(env, dir);
     if (!fmt.ok()) return std::optional<ShardContent>();
     sc.format = *fmt;
-    MMIRAGE_ASSIGN_OR_RETURN(*rows, TableRows(env, dir));
+    MMIRAGE_ASSIGN_OR_RETURN(*has_rows, TableHasRows(env, dir));
     return std::optional<ShardContent>(std::move(sc));
   }
   MMIRAGE_ASSIGN_OR_RETURN(std::string text, env->ReadFileToString(dd));
@@ -280,8 +278,7 @@ Result<std::optional<ShardContent>> InspectShard(Env* env, int64_t id, const std
     if (sc.splits.size() > 1 && *fmt != sc.format)
       return Status::InvalidArgument(dir + ": splits in different output formats");
     sc.format = *fmt;
-    MMIRAGE_ASSIGN_OR_RETURN(int64_t n, TableRows(env, sd));
-    *rows += n;
+    if (!*has_rows) { MMIRAGE_ASSIGN_OR_RETURN(*has_rows, TableHasRows(env, sd)); }
   }
   return std::optional<ShardContent>(std::move(sc));
 }
@@ -293,15 +290,15 @@ Result<std::vector<ShardContent>> SelectShards(Env* env, const Candidates& candi
                                                int64_t* error_lines) {
   std::vector<ShardContent> shards;
   for (const auto& [id, dir] : candidates) {
-    int64_t rows = 0;
-    MMIRAGE_ASSIGN_OR_RETURN(std::optional<ShardContent> sc, InspectShard(env, id, dir, &rows));
+    bool has_rows = false;
+    MMIRAGE_ASSIGN_OR_RETURN(std::optional<ShardContent> sc, InspectShard(env, id, dir, &has_rows));
     if (!sc) {
       ++rep->skipped_invalid;
       continue;
     }
     std::string ef = JoinPath(dir, "errors.jsonl");
     if (env->FileExists(ef)) { MMIRAGE_TRY(CountErrorLines(env, ef, &rep->error_rows, error_lines)); }
-    if (rows == 0) {
+    if (!has_rows) {
       ++rep->skipped_zero_rows;
       continue;
     }

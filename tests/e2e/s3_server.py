@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """A throwaway S3-compatible server for the object-storage tests: moto in server mode on 127.0.0.1.
 
-  s3_server.py serve PORT_FILE            pick a free port, write it to PORT_FILE once the server answers, serve
-                                          until killed
+  s3_server.py serve PORT_FILE [log]      pick a free port, write it to PORT_FILE once the server answers, serve
+                                          until killed; with "log", one line per request on stderr
   s3_server.py put ENDPOINT BUCKET KEY FILE    create BUCKET if needed and upload FILE as KEY
   s3_server.py wait ENDPOINT BUCKET KEY SECONDS READY_FILE MIN_ROWS  create READY_FILE once connected, then exit 0
-                                          as soon as the JSON object KEY has rows_done >= MIN_ROWS, 1 after SECONDS
+                                          as soon as the JSON object KEY has rows_done >= MIN_ROWS (or, with
+                                          MIN_ROWS "exists", as soon as KEY exists), 1 after SECONDS
   s3_server.py get ENDPOINT BUCKET KEY         print the object KEY
+  s3_server.py list ENDPOINT BUCKET PREFIX     print the keys under PREFIX, one a line
 """
 import json
 import os
@@ -23,12 +25,12 @@ def client(endpoint):
                         aws_secret_access_key="testing", region_name="us-east-1")
 
 
-def serve(port_file):
+def serve(port_file, log=""):
     from moto.server import ThreadedMotoServer
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=log == "log")
     server.start()
     s3 = client("http://127.0.0.1:%d" % port)
     for _ in range(500):
@@ -57,7 +59,8 @@ def wait(endpoint, bucket, key, seconds, ready_file, min_rows):
     deadline = time.monotonic() + float(seconds)
     while time.monotonic() < deadline:
         try:
-            if json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read()).get("rows_done", 0) >= int(min_rows):
+            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+            if min_rows == "exists" or json.loads(body).get("rows_done", 0) >= int(min_rows):
                 return 0
         except Exception:  # not there yet
             pass
@@ -71,6 +74,9 @@ if __name__ == "__main__":
         serve(*args)
     elif cmd == "put":
         put(*args)
+    elif cmd == "list":
+        pages = client(args[0]).get_paginator("list_objects_v2").paginate(Bucket=args[1], Prefix=args[2])
+        sys.stdout.write("".join(o["Key"] + "\n" for page in pages for o in page.get("Contents", [])))
     elif cmd == "get":
         sys.stdout.write(client(args[0]).get_object(Bucket=args[1], Key=args[2])["Body"].read().decode())
     else:

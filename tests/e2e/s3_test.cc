@@ -1,6 +1,7 @@
 // s3:// paths against a real S3-compatible server (moto in server mode, tests/e2e/s3_server.py, started once for
 // this suite on 127.0.0.1): inputs, outputs in every output_format and the state directory in a bucket; a run
-// killed with -9 mid-shard resumes from the state in the bucket to the output of an uninterrupted local run.
+// killed with -9 between two commits (the shard's files then in parts) resumes from the state in the bucket to the
+// output of an uninterrupted local run.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 
 #include "e2e/e2e_util.h"
@@ -63,6 +65,13 @@ class S3Test : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   static std::string Url(const std::string& key) { return std::string("s3://") + kBucket + "/" + key; }
+  // The keys under `prefix` in the bucket, one a line.
+  static std::string ListKeys(const std::string& prefix) {
+    auto r = RunCommand(std::string(MMIRAGE_DIST_PYTHON) + " " + MMIRAGE_SOURCE_DIR + "/tests/e2e/s3_server.py list " +
+                        endpoint_ + " " + kBucket + " " + prefix);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
 
   static TempDir* dir_;
   static pid_t server_;
@@ -112,7 +121,7 @@ TEST_F(S3Test, EveryOutputFormatFromAndToTheBucketMatchesLocal) {
 
 TEST_F(S3Test, KillNineMidRunThenResumeGivesTheLocalOutput) {
   TempDir d;
-  const int kRows = 1200;
+  const int kRows = 12000;  // 3 batches of 2048 rows a shard: 3 commits, each a part
   WriteFile(d.Path("data.jsonl"), MakeRows(kRows));
   Put(d.Path("data.jsonl"), "kill/in/data.jsonl");
   const std::string commit = "  commit_every_rows: 1\n  commit_interval_seconds: 0.01\n";
@@ -126,6 +135,7 @@ TEST_F(S3Test, KillNineMidRunThenResumeGivesTheLocalOutput) {
   // A kill that lands after the watched shard finished proves nothing (a loaded machine can be that slow): such a
   // try is repeated under a fresh prefix, at most three times.
   int64_t resumed_from = 0;
+  bool parts_at_kill = false;
   std::string logs, prefix;
   for (int attempt = 0; attempt < 3 && resumed_from == 0; ++attempt) {
     prefix = "kill" + std::to_string(attempt);
@@ -133,15 +143,16 @@ TEST_F(S3Test, KillNineMidRunThenResumeGivesTheLocalOutput) {
     std::string cfg = d.Path(prefix + ".yaml");
     WriteFile(cfg, RestructureConfig(Url("kill/in/data.jsonl"), Url(prefix + "/out"), Url(prefix + "/state"),
                                      "  num_shards: 2\n", Retrying(commit)));
-    // A watcher polls the bucket from before the run starts, and the run is killed as soon as the first shard has
-    // committed its first rows there (its progress.json, written after each commit, says so): the earlier the kill,
-    // the less a loaded machine can let the shard finish first.
+    // A watcher polls the bucket from before the run starts, and the run is killed as soon as the first shard's
+    // data.jsonl has a second part: past its first commits a file is uploaded as parts, one per commit
+    // (object_storage.md), and the kill lands between two of them.
     std::string python = MMIRAGE_DIST_PYTHON, script = std::string(MMIRAGE_SOURCE_DIR) + "/tests/e2e/s3_server.py";
     std::string ready = d.Path(prefix + ".ready");
     pid_t watcher = ::fork();
     if (watcher == 0) {
       ::execl(python.c_str(), python.c_str(), script.c_str(), "wait", endpoint_.c_str(), kBucket,
-              (prefix + "/state/shard_0/progress.json").c_str(), "30", ready.c_str(), "2", static_cast<char*>(nullptr));
+              (prefix + "/out/shard_0.tmp.partial/data.jsonl.mmirage-parts/00000001").c_str(), "30", ready.c_str(),
+              "exists", static_cast<char*>(nullptr));
       ::_exit(127);
     }
     ASSERT_TRUE(WaitFor([&] { return Exists(ready); }, 30)) << "the bucket watcher did not start";
@@ -164,6 +175,28 @@ TEST_F(S3Test, KillNineMidRunThenResumeGivesTheLocalOutput) {
       logs += prefix + ": the run ended before the kill\n";
       continue;
     }
+    std::string at_kill = ListKeys(prefix + "/out/");
+    parts_at_kill = at_kill.find(".mmirage-parts/") != std::string::npos;
+    logs += prefix + " at the kill:\n" + at_kill;
+    // Bytes past the last commit, as a kill while uploading the next commit leaves them: the last part grown and
+    // one more part. Resuming truncates both away (deletes the extra part, rewrites the grown one if the journal
+    // ends in it).
+    const std::string parts = prefix + "/out/shard_0.tmp.partial/data.jsonl.mmirage-parts/";
+    std::string listed = ListKeys(parts);
+    if (!listed.empty()) {
+      listed.pop_back();
+      std::string last = listed.substr(listed.rfind('\n') + 1);
+      auto got = RunCommand(std::string(MMIRAGE_DIST_PYTHON) + " " + MMIRAGE_SOURCE_DIR +
+                            "/tests/e2e/s3_server.py get " + endpoint_ + " " + kBucket + " " + last);
+      ASSERT_EQ(got.exit_code, 0) << got.err;
+      WriteFile(d.Path(prefix + ".grown"), got.out + "{\"torn\": tru");
+      Put(d.Path(prefix + ".grown"), last);
+      WriteFile(d.Path(prefix + ".extra"), "{\"uncommitted\": 1}\n");
+      Put(d.Path(prefix + ".extra"), parts + "99999998");  // not next in line: ignored
+      char next[16];
+      std::snprintf(next, sizeof next, "%08d", std::atoi(last.substr(last.size() - 8).c_str()) + 1);
+      Put(d.Path(prefix + ".extra"), parts + next);
+    }
 
     auto resumed = RunMmirage("run --config " + cfg);
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
@@ -185,9 +218,14 @@ TEST_F(S3Test, KillNineMidRunThenResumeGivesTheLocalOutput) {
   }
   ASSERT_GT(resumed_from, 0) << "no shard resumed from committed rows in 3 tries:\n" << logs;
   EXPECT_EQ(CatLines(Url(prefix + "/out/merged")), want);
+  EXPECT_TRUE(parts_at_kill) << "the killed run left no parts to resume from:\n" << logs;
+  std::string after = ListKeys(prefix + "/");
+  EXPECT_EQ(after.find(".mmirage-parts"), std::string::npos) << "parts left after the run:\n" << after;
+  EXPECT_NE(after.find(prefix + "/out/shard_0/data.jsonl\n"), std::string::npos) << after;
 }
 
-// A model output with the state in the bucket: the generation cache stays local (SQLite), the rows match a local run.
+// A model output with the state in the bucket, committed row by row (so in parts): the generation cache stays
+// local (SQLite), the rows match a local run.
 TEST_F(S3Test, SyntheticModelRunWithStateInTheBucketMatchesLocal) {
   TempDir d;
   ASSERT_FALSE(SharedTinyModel().empty()) << "cannot generate the synthetic model with " << MakeTestModelTool();
@@ -202,7 +240,7 @@ TEST_F(S3Test, SyntheticModelRunWithStateInTheBucketMatchesLocal) {
            "\n  num_shards: 2\nprocessing_params:\n  inputs: [{name: text, key: text}, {name: id, key: id}]\n"
            "  outputs: [{name: answer, type: llm, prompt: \"Rewrite: {{ text }}\"}]\n  remove_columns: true\n"
            "  output_schema: {id: \"{{ id }}\", answer: \"{{ answer }}\"}\n" +
-           Retrying("  cache_dir: " + d.Path("cache") + "\n");
+           Retrying("  commit_every_rows: 1\n  cache_dir: " + d.Path("cache") + "\n");  // a part per row
   };
   WriteFile(d.Path("l.yaml"), config(d.Path("data.jsonl"), d.Path("out"), d.Path("state")));
   auto local = RunMmirage("run --config " + d.Path("l.yaml") + " --log-level WARNING");

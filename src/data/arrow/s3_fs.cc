@@ -1,7 +1,9 @@
 // Arrow's S3 file system for s3:// paths (data/arrow/s3_fs.h).
 #include "data/arrow/s3_fs.h"
 
+#include <arrow/buffer.h>
 #include <arrow/io/file.h>
+#include <arrow/io/memory.h>
 
 #include <cstdlib>
 #include <mutex>
@@ -40,6 +42,7 @@ Result<arrow::fs::S3Options> OptionsFromEnvironment() {
   if (o.region.empty()) o.region = "us-east-1";
   o.allow_bucket_creation = false;  // a bucket is the user's to create, with the policies they choose
   o.allow_bucket_deletion = false;
+  o.allow_delayed_open = true;  // small objects in one PUT (errors surface at Close, which every caller checks)
   return o;
 }
 
@@ -84,8 +87,14 @@ Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenInputFile(const std::st
   MMIRAGE_ASSIGN_OR_RETURN(auto fs, S3FileSystem());
   MMIRAGE_ASSIGN_OR_RETURN(std::string key, S3Key(path));
   auto in = fs->OpenInputFile(key);
-  if (!in.ok()) return Status::IOError(path + ": " + ArrowMessage(in.status()));
-  return *in;
+  if (in.ok()) return *in;
+  // A file still stored as parts (data/arrow/s3_objects.h) is read whole into memory.
+  MMIRAGE_ASSIGN_OR_RETURN(Env * env, S3Env());
+  if (Result<std::string> text = env->ReadFileToString(path); text.ok()) {
+    return std::shared_ptr<arrow::io::RandomAccessFile>(
+        std::make_shared<arrow::io::BufferReader>(arrow::Buffer::FromString(std::move(*text))));
+  }
+  return Status::IOError(path + ": " + ArrowMessage(in.status()));
 }
 
 }  // namespace mmirage::arrow_module
