@@ -126,6 +126,13 @@ TEST_F(FleetE2eTest, AReplicaKilledMidRunChangesNothingInTheOutput) {
   std::string url1 = "http://127.0.0.1:" + std::to_string(port1) + "/v1";
   EXPECT_NE(killed.err.find("fleet: " + url1 + " taken out"), std::string::npos)
       << "the replica was not killed mid-run: " << killed.err;
+  // The take-out is in the shard's timeline (and so in the HTML report's).
+  bool in_timeline = false;
+  for (const auto& line : ReadLines(d_.Path("killed_state/shard_0/timeline.jsonl")))
+    in_timeline = in_timeline || (line.find("\"event\":\"replica\"") != std::string::npos &&
+                                  line.find("\"name\":\"" + url1 + "\"") != std::string::npos &&
+                                  line.find("\"change\":\"out\"") != std::string::npos);
+  EXPECT_TRUE(in_timeline) << ReadFile(d_.Path("killed_state/shard_0/timeline.jsonl"));
   auto rows = ReadLines(d_.Path("clean/shard_0/data.jsonl"));
   EXPECT_GE(rows.size(), 18u) << "most rows answer";
   EXPECT_EQ(ReadLines(d_.Path("killed/shard_0/data.jsonl")), rows);
