@@ -68,6 +68,8 @@ engine::FleetOptions FleetOptionsFor(const config::Processor& p) {
   f.max_restarts = static_cast<int>(p.llm.max_restarts);
   int64_t retries = p.llm.endpoint ? p.llm.endpoint->max_retries : 5;
   f.max_attempts = static_cast<int>(std::clamp<int64_t>(retries, 1, 100));
+  f.affinity_prefix_chars = static_cast<int>(p.llm.affinity_prefix_chars);
+  f.affinity_slack = static_cast<int>(p.llm.affinity_max_imbalance);
   return f;
 }
 

@@ -31,7 +31,8 @@ Result<std::vector<std::string>> ReplicaGpuSlices(const config::Processor& proce
 
 // A replica's own engine does not retry (down after 10 s): the fleet moves a failed request elsewhere at once.
 engine::OpenAiEngineOptions ReplicaEngineOptions(engine::OpenAiEngineOptions options);
-// max_restarts from server_args, max_attempts from endpoint.max_retries (at least 1).
+// max_restarts from server_args, max_attempts from endpoint.max_retries (at least 1), the affinity from
+// prefix_affinity.
 engine::FleetOptions FleetOptionsFor(const config::Processor& processor);
 
 // Whether the server at o.base_url answers: GET {base_url}/models (with the key) gets any response below 500.

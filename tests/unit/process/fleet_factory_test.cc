@@ -72,6 +72,12 @@ TEST(FleetFactoryTest, ReplicaEnginesGiveUpEarlyAndTheFleetRetriesElsewhere) {
   p.llm.max_restarts = 7;
   EXPECT_EQ(FleetOptionsFor(p).max_restarts, 7);
   EXPECT_EQ(FleetOptionsFor(p).max_attempts, 5);
+  EXPECT_EQ(FleetOptionsFor(p).affinity_prefix_chars, 256);
+  EXPECT_EQ(FleetOptionsFor(p).affinity_slack, 2);
+  p.llm.affinity_prefix_chars = 0;
+  p.llm.affinity_max_imbalance = 7;
+  EXPECT_EQ(FleetOptionsFor(p).affinity_prefix_chars, 0);
+  EXPECT_EQ(FleetOptionsFor(p).affinity_slack, 7);
 }
 
 // A base_urls replica comes back once it answers GET {base_url}/models; a closed port does not answer.
