@@ -14,12 +14,13 @@ replicas they share cores and the ideal is cores, not replicas.
 
 `kills` mode: 3 replicas; a fault-free `mmirage run`, then the same run while this script kills -9 one replica 5
 times (round robin, spread over the first 70% of the fault-free wall time) and starts each killed one again on its
-port after --down seconds, as an operator's supervisor would. The two runs' data.jsonl must be byte-identical
-(and the same rows failed); printed: both wall times and their ratio.
+port after --down seconds, as an operator's supervisor would; --repeats such pairs, alternated. Every run's
+data.jsonl must be byte-identical (and the same rows failed); printed: the best wall time of each kind and their
+ratio.
                              goals: identical output; wall ratio <= 1.5
 
 Usage: bench/fleet_bench.py [scaling] [--rows N] [--concurrency C] [--max-new T] [--replicas 1,2,4] [--repeats R]
-       bench/fleet_bench.py kills [--rows N] [--concurrency C] [--max-new T] [--kills K] [--down S]
+       bench/fleet_bench.py kills [--rows N] [--concurrency C] [--max-new T] [--kills K] [--down S] [--repeats R]
        [--build DIR]   (binaries from DIR, default build/: mmirage, mmirage-make-test-model, llama-server)
 """
 import argparse
@@ -124,43 +125,63 @@ def error_rows(tag_dir):
     return rows
 
 
+def same_output(tmp, tag_a, tag_b):
+    a = open(os.path.join(tmp, tag_a, "out", "shard_0", "data.jsonl"), "rb").read()
+    b = open(os.path.join(tmp, tag_b, "out", "shard_0", "data.jsonl"), "rb").read()
+    return a == b and error_rows(os.path.join(tmp, tag_a)) == error_rows(os.path.join(tmp, tag_b)), a
+
+
+def kill_run(args, mmirage, tmp, model, data, prompts, procs, ports, lock, tag, clean):
+    """One run during which replicas are killed -9 and started again; returns its seconds."""
+    log = []
+
+    def killer():
+        t0 = time.perf_counter()
+        for k in range(args.kills):
+            time.sleep(max(0.0, t0 + clean * 0.7 * (k + 1) / (args.kills + 1) - time.perf_counter()))
+            i = k % 3
+            with lock:
+                procs[i].kill()  # SIGKILL
+                procs[i].wait()
+            log.append(f"kill {k + 1}: replica {i} (port {ports[i]}) at {time.perf_counter() - t0:.2f} s")
+            time.sleep(args.down)
+            with lock:
+                procs[i] = start_server(args, tmp, model, ports[i], f"3_{i}")
+            log.append(f"  restarted replica {i} at {time.perf_counter() - t0:.2f} s")
+
+    _, failed, secs = mmirage_run(mmirage, tmp, tag, ports, data, len(prompts), args.concurrency, args.max_new,
+                                  KILLS_RETRIES, during=killer)
+    print("\n".join("    " + line for line in log))
+    print(f"  {tag}: {secs:.2f} s ({failed} rows failed)")
+    for i, port in enumerate(ports):  # every replica up again before the next run
+        wait_healthy(port, procs[i])
+    return secs
+
+
+KILLS_RETRIES = 5  # failover: a request may go to every replica (and come back to a restarted one)
+
+
 def kills(args, mmirage, tmp, model, data, prompts):
     procs, ports = start_servers(args, tmp, model, 3)
     lock = threading.Lock()
     try:
         raw_client(ports, prompts[: args.concurrency * 3], args.concurrency, args.max_new)  # warm-up
-        retries = 5  # failover: a request may go to every replica (and come back to a restarted one)
-        _, failed, clean = mmirage_run(mmirage, tmp, "clean", ports, data, len(prompts), args.concurrency,
-                                       args.max_new, retries)
-        print(f"  fault-free: {clean:.2f} s ({failed} rows failed)")
-        log = []
-
-        def killer():
-            t0 = time.perf_counter()
-            for k in range(args.kills):
-                time.sleep(max(0.0, t0 + clean * 0.7 * (k + 1) / (args.kills + 1) - time.perf_counter()))
-                i = k % 3
-                with lock:
-                    procs[i].kill()  # SIGKILL
-                    procs[i].wait()
-                log.append(f"kill {k + 1}: replica {i} (port {ports[i]}) at {time.perf_counter() - t0:.2f} s")
-                time.sleep(args.down)
-                with lock:
-                    procs[i] = start_server(args, tmp, model, ports[i], f"3_{i}")
-                log.append(f"  restarted replica {i} at {time.perf_counter() - t0:.2f} s")
-
-        _, failed_k, killed = mmirage_run(mmirage, tmp, "killed", ports, data, len(prompts), args.concurrency,
-                                          args.max_new, retries, during=killer)
-        print("\n".join("  " + line for line in log))
-        print(f"  with {args.kills} kills: {killed:.2f} s ({failed_k} rows failed)")
-        a = open(os.path.join(tmp, "clean", "out", "shard_0", "data.jsonl"), "rb").read()
-        b = open(os.path.join(tmp, "killed", "out", "shard_0", "data.jsonl"), "rb").read()
-        nrows = a.count(b"\n")
-        same = a == b and error_rows(os.path.join(tmp, "clean")) == error_rows(os.path.join(tmp, "killed"))
-        print(f"\nfault-free {clean:.2f} s, with {args.kills} kills {killed:.2f} s: wall ratio {killed / clean:.3f} "
-              f"(goal <= 1.5); output identical: {'yes' if same else 'NO'} ({len(a)} bytes, "
-              f"{nrows} rows; rows={args.rows}, concurrency={args.concurrency}/replica, "
-              f"max_new={args.max_new}, down={args.down} s; logs under {tmp})")
+        cleans, killeds, same = [], [], True
+        for r in range(args.repeats):  # alternated, so that both see the same machine load
+            _, failed, secs = mmirage_run(mmirage, tmp, f"clean_{r}", ports, data, len(prompts), args.concurrency,
+                                          args.max_new, KILLS_RETRIES)
+            print(f"  clean_{r}: {secs:.2f} s ({failed} rows failed)")
+            cleans.append(secs)
+            killeds.append(kill_run(args, mmirage, tmp, model, data, prompts, procs, ports, lock, f"killed_{r}",
+                                    secs))
+            for tag in (f"clean_{r}", f"killed_{r}"):
+                ok, first = same_output(tmp, "clean_0", tag)
+                same = same and ok
+        clean, killed = min(cleans), min(killeds)
+        print(f"\nfault-free {clean:.2f} s, with {args.kills} kills {killed:.2f} s (best of {args.repeats} each): "
+              f"wall ratio {killed / clean:.3f} (goal <= 1.5); every output identical: {'yes' if same else 'NO'} "
+              f"({len(first)} bytes, {first.count(10)} rows; rows={args.rows}, "
+              f"concurrency={args.concurrency}/replica, max_new={args.max_new}, down={args.down} s; logs under {tmp})")
         return same
     finally:
         with lock:
