@@ -79,6 +79,11 @@ struct LlmProcessor {
   int64_t replicas = 1;
   bool replicas_auto = false;
   int64_t max_restarts = 3;  // server_args.max_restarts: per replica of a fleet
+  // prefix_affinity (in endpoint or server_args) of a fleet: prompt characters that key a row's replica (0: off),
+  // and how many more outstanding requests than the least loaded replica that replica may have.
+  int64_t affinity_prefix_chars = 256;
+  int64_t affinity_max_imbalance = 2;
+  bool affinity_set = false;  // written in endpoint or server_args (not both)
 };
 
 struct BatchApiProcessor {

@@ -43,6 +43,7 @@ void ReadEndpoint(MapReader& r, LlmProcessor* p) {
   if (!e.Has("base_url") && !e.Has("base_urls"))
     d->Error(en, r.section() + ".endpoint: missing required key 'base_url' (or 'base_urls')");
   ReadBaseUrls(e, r.section(), &c);
+  ReadPrefixAffinity(e, p);
   if (e.String("base_url", &c.base_url) && c.base_url.rfind("http://", 0) != 0 && c.base_url.rfind("https://", 0) != 0)
     d->Error(e.LocOf("base_url"), r.section() + ".endpoint.base_url must start with http:// or https://");
   if (e.String("api_key_env", &c.api_key_env) && c.api_key_env.find_first_of(" $") != std::string::npos)

@@ -322,11 +322,30 @@ struct DatasetWork {
 // One attempt of one shard: the state, live counters, engines and report that the steps of RunShard share.
 // Members are declared so that the progress thread (reporter_) stops before the poller and the timeline it
 // feeds go, and the generator goes before its cache.
+// Fleet replica health changes as "replica" timeline entries, each logged as one line by the fleet itself.
+std::vector<TimelineEntry> ReplicaTimelineEvents(const std::vector<engine::FleetEvent>& events) {
+  std::vector<TimelineEntry> out;
+  for (const auto& ev : events) {
+    TimelineEntry e;
+    e.t = ev.t;
+    e.event = "replica";
+    e.replica = ev.replica;
+    e.replica_name = ev.name;
+    e.change = ev.change;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 class ShardAttempt {
  public:
   ShardAttempt(const ShardRunOptions& opt, ShardState* state, int64_t attempt)
       : opt_(opt), env_(opt.env), config_(*opt.config), state_(state), start_us_(env_->MonotonicMicros()) {
     report_.attempt = attempt;
+  }
+  // The timeline polls the generator's fleet events from the progress thread: stopped before the generator goes.
+  ~ShardAttempt() {
+    if (timeline_) timeline_->SetEventSource(nullptr);
   }
 
   // Starts the heartbeat, progress.json and the timeline (before the model load: a long load must not look like
@@ -418,6 +437,7 @@ Status ShardAttempt::StartGenerator() {
     if (any_llm) gen_cache_ = process::OpenGenerationCache(env_, config_);
     generator_->EnableCache(gen_cache_.get());
     timeline_->Loaded(generator_->LoadSeconds(), generator_->Capacity());
+    timeline_->SetEventSource([g = generator_.get()] { return ReplicaTimelineEvents(g->TakeReplicaEvents()); });
     LOG_INFO("Model loaded in " << FormatDouble(RoundTo(generator_->LoadSeconds(), 3)) << " s ("
                                 << generator_->Capacity() << " parallel sequences)");
   }

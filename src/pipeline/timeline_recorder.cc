@@ -31,9 +31,20 @@ void TimelineRecorder::SetPoller(UtilizationPoller* poller) {
   poller_ = poller;
 }
 
+void TimelineRecorder::SetEventSource(std::function<std::vector<TimelineEntry>()> source) {
+  std::lock_guard<std::mutex> l(mu_);
+  event_source_ = std::move(source);
+}
+
+void TimelineRecorder::DrainEventsLocked() {
+  if (!event_source_) return;
+  for (TimelineEntry& e : event_source_()) (void)writer_.Append(std::move(e));
+}
+
 void TimelineRecorder::Tick() {
   std::lock_guard<std::mutex> l(mu_);
   if (ended_) return;
+  DrainEventsLocked();
   if (static_cast<double>(o_.env->MonotonicMicros() - last_us_) < o_.interval_seconds * 1e6) return;
   SampleLocked();
 }
@@ -60,6 +71,8 @@ void TimelineRecorder::SampleLocked(bool final_sample) {
 void TimelineRecorder::End(const std::string& outcome, const std::string& error) {
   std::lock_guard<std::mutex> l(mu_);
   if (ended_) return;
+  DrainEventsLocked();
+  event_source_ = nullptr;
   SampleLocked(/*final_sample=*/true);
   poller_ = nullptr;
   ended_ = true;

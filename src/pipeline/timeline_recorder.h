@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "state/timeline.h"
 #include "stats/utilization.h"
@@ -39,6 +40,9 @@ class TimelineRecorder {
 
   void Loaded(double load_seconds, int64_t capacity);
   void SetPoller(UtilizationPoller* poller);
+  // Where events other than the recorder's own come from (fleet replica health): polled at each Tick and at End,
+  // each entry written as is (its own t). nullptr stops the polling; End stops it too.
+  void SetEventSource(std::function<std::vector<TimelineEntry>()> source);
   // Called about every second; writes a sample when the interval has passed.
   void Tick();
   // A last sample and the "end" entry (outcome: success | failed | interrupted); later calls do nothing.
@@ -46,6 +50,8 @@ class TimelineRecorder {
 
  private:
   void SampleLocked(bool final_sample = false);
+  void DrainEventsLocked();
+  std::function<std::vector<TimelineEntry>()> event_source_;
   Options o_;
   std::mutex mu_;
   TimelineWriter writer_;

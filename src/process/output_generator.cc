@@ -285,6 +285,16 @@ std::vector<engine::ReplicaStats> OutputGenerator::ReplicaStats() const {
   return out;
 }
 
+std::vector<engine::FleetEvent> OutputGenerator::TakeReplicaEvents() {
+  std::vector<engine::FleetEvent> out;
+  for (const auto& [_, e] : engines_) {
+    if (auto* fleet = dynamic_cast<engine::FleetEngine*>(e.get())) {
+      for (auto& ev : fleet->TakeEvents()) out.push_back(std::move(ev));
+    }
+  }
+  return out;
+}
+
 engine::EngineCounters OutputGenerator::Counters() const {
   engine::EngineCounters sum;
   for (const auto& [_, e] : engines_) {

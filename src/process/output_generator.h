@@ -64,6 +64,8 @@ class OutputGenerator {
   engine::EngineCounters Counters() const;  // summed over engines
   // Per replica of every fleet engine (engine/fleet.h), in engine order; empty without a fleet.
   std::vector<engine::ReplicaStats> ReplicaStats() const;
+  // The fleets' replica health events since the last call (engine/fleet.h), oldest first per fleet; thread-safe.
+  std::vector<engine::FleetEvent> TakeReplicaEvents();
   void Shutdown();
 
  private:

@@ -69,6 +69,9 @@ std::string TimelineEntry::ToJsonLine() const {
   if (capacity) v.Set("capacity", *capacity);
   if (outcome) v.Set("outcome", *outcome);
   if (error) v.Set("error", error->size() > 300 ? error->substr(0, 300) + "..." : *error);
+  if (replica) v.Set("replica", *replica);
+  if (replica_name) v.Set("name", *replica_name);
+  if (change) v.Set("change", *change);
   return ToJson(v) + "\n";
 }
 
@@ -101,6 +104,9 @@ std::optional<TimelineEntry> TimelineEntry::FromJsonLine(std::string_view line) 
   e.capacity = GetI(*v, "capacity");
   e.outcome = GetS(*v, "outcome");
   e.error = GetS(*v, "error");
+  e.replica = GetI(*v, "replica");
+  e.replica_name = GetS(*v, "name");
+  e.change = GetS(*v, "change");
   return e;
 }
 

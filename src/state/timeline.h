@@ -13,6 +13,8 @@
 //     answered)
 //   {"event":"end", "outcome": "success"|"failed"|"interrupted", "error"}      the attempt ends (a killed process
 //     writes none: readers see an attempt without an end)
+//   {"event":"replica", "replica", "name", "change"}   a fleet replica's health changed (engine/fleet.h): "change"
+//     is "out" | "back" | "restarted" | "gave_up"; "replica" its 0-based index, "name" its URL or label
 //
 // Writing is append-only with one write(2) per line and no fsync: losing the last samples to a crash costs nothing,
 // and a torn last line is skipped by the reader. The size is bounded: when the file exceeds `max_lines`, the
@@ -51,6 +53,9 @@ struct TimelineEntry {
   std::optional<int64_t> capacity;  // parallel sequences of the engines
   // "end"
   std::optional<std::string> outcome, error;
+  // "replica"
+  std::optional<int64_t> replica;
+  std::optional<std::string> replica_name, change;
 
   bool is_sample() const { return event.empty(); }
   std::string ToJsonLine() const;  // one line, with '\n'

@@ -147,6 +147,7 @@ std::string TimelineSection(const RunReport& run, double t0, double t1) {
       }
       s += "</g>";
     }
+    s += ReplicaMarks(sh.timeline, f, y, lane);
   }
   s += "</svg><div class=\"legend\">";
   for (const char* o : {"success", "failed", "interrupted", "killed", "running"}) {

@@ -27,6 +27,21 @@ void Spread(std::vector<double>* bins, double t0, double width, double a, double
 
 }  // namespace
 
+std::string ReplicaMarks(const std::vector<TimelineEntry>& timeline, const Frame& f, double y, double lane) {
+  std::string s;
+  for (const TimelineEntry& e : timeline) {
+    if (e.event != "replica" || !e.change) continue;
+    bool down = *e.change == "out" || *e.change == "gave_up";
+    double x = f.X(e.t), tip_y = down ? y + lane - 3 : y + 3, base_y = down ? y + 3 : y + lane - 3;
+    std::string name = e.replica_name.value_or("replica " + std::to_string(e.replica.value_or(0)));
+    s += "<g class=\"replica\" data-change=\"" + HtmlEscape(*e.change) + "\">" +
+         Title(name + ": " + *e.change + " at +" + Offset(e.t - f.t0)) + "<path d=\"M" + C(x - 4) + " " + C(base_y) +
+         " L" + C(x + 4) + " " + C(base_y) + " L" + C(x) + " " + C(tip_y) + " Z\" fill=\"" +
+         (down ? "#c0392b" : "#2e8b57") + "\" fill-opacity=\"0.85\"/></g>";
+  }
+  return s;
+}
+
 std::string ShardColor(int64_t id) { return kPalette[static_cast<size_t>(id) % 10]; }
 
 std::string OutcomeColor(const std::string& outcome) {

@@ -32,6 +32,10 @@ struct Frame {
 std::string Axes(const Frame& f, const std::string& y_unit);  // grid, tick labels, unit
 std::string SvgOpen(double height, const std::string& aria_label);
 std::string Title(const std::string& text);  // <title> (hover text)
+// Marks on a shard's lane (top y, height lane) for its fleet replica events ("replica" timeline entries): a red
+// triangle pointing down where a replica was taken out or given up, a green one pointing up where one came back
+// or was restarted; each a <g class="replica" data-change="…"> with the replica's name as hover text.
+std::string ReplicaMarks(const std::vector<TimelineEntry>& timeline, const Frame& f, double y, double lane);
 
 // Per-shard rates over `nbins` equal time bins of [t0, t1], from the timelines' cumulative counters (each sample
 // interval's rows and output tokens spread evenly over it; resumed rows excluded).

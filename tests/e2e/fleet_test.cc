@@ -1,16 +1,20 @@
 // End-to-end: one shard over a fleet of llama-servers on the synthetic model. `endpoint.base_urls` with three
 // servers, one of which gets SIGKILL mid-run: the output equals the fault-free run's (greedy), no row lost or
-// doubled. `server_args.replicas` starts the servers itself, one log each.
+// doubled. `server_args.replicas` starts the servers itself, one log each; a managed replica killed mid-run is
+// restarted and the output is still the fault-free run's.
 #include <signal.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "data/json.h"
 #include "e2e/e2e_util.h"
+#include "support/proc_util.h"
 #include "util/http/event_loop.h"
 #include "util/net.h"
 #include "util/process/subprocess.h"
@@ -126,6 +130,13 @@ TEST_F(FleetE2eTest, AReplicaKilledMidRunChangesNothingInTheOutput) {
   std::string url1 = "http://127.0.0.1:" + std::to_string(port1) + "/v1";
   EXPECT_NE(killed.err.find("fleet: " + url1 + " taken out"), std::string::npos)
       << "the replica was not killed mid-run: " << killed.err;
+  // The take-out is in the shard's timeline (and so in the HTML report's).
+  bool in_timeline = false;
+  for (const auto& line : ReadLines(d_.Path("killed_state/shard_0/timeline.jsonl")))
+    in_timeline = in_timeline || (line.find("\"event\":\"replica\"") != std::string::npos &&
+                                  line.find("\"name\":\"" + url1 + "\"") != std::string::npos &&
+                                  line.find("\"change\":\"out\"") != std::string::npos);
+  EXPECT_TRUE(in_timeline) << ReadFile(d_.Path("killed_state/shard_0/timeline.jsonl"));
   auto rows = ReadLines(d_.Path("clean/shard_0/data.jsonl"));
   EXPECT_GE(rows.size(), 18u) << "most rows answer";
   EXPECT_EQ(ReadLines(d_.Path("killed/shard_0/data.jsonl")), rows);
@@ -156,6 +167,73 @@ TEST_F(FleetE2eTest, ManagedReplicasEachGetTheirOwnServer) {
             6u);
   for (const char* log : {"server_0.log", "server_1.log"})
     EXPECT_NE(ReadFile(d_.Path(std::string("out_state/shard_0/") + log)).find("listening"), std::string::npos) << log;
+}
+
+// The pid of the llama-server listening on `port` (from /proc/*/cmdline), or 0.
+int LlamaServerPid(int port) {
+  std::string want = std::string("--port") + '\0' + std::to_string(port) + '\0';
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(entry.path() / "cmdline", std::ios::binary);
+    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (cmd.find("llama-server") != std::string::npos && cmd.find(want) != std::string::npos) return std::stoi(name);
+  }
+  return 0;
+}
+
+// The port of the managed server whose log is `log_name`, from mmirage's "Starting llama-server on 127.0.0.1:<port>
+// (log: .../<log_name>)" line, or 0.
+int ReplicaPort(const std::string& mmirage_log, const std::string& log_name) {
+  const std::string at = "Starting llama-server on 127.0.0.1:";
+  for (size_t p = mmirage_log.find(at); p != std::string::npos; p = mmirage_log.find(at, p + 1)) {
+    size_t eol = mmirage_log.find('\n', p);
+    if (mmirage_log.substr(p, eol - p).find("/" + log_name + ")") != std::string::npos)
+      return std::atoi(mmirage_log.c_str() + p + at.size());
+  }
+  return 0;
+}
+
+TEST_F(FleetE2eTest, AManagedReplicaKilledMidRunIsRestartedAndChangesNothingInTheOutput) {
+  std::string llm = "    backend: llama-server\n    server_args: {model_path: " + SharedTinyModel() +
+                    ", replicas: 2, max_restarts: 2, extra_engine_args: {max_running_requests: 2, n_threads: 1}}\n";
+  WriteFile(d_.Path("data.jsonl"), MakeRows(120));  // enough work left after the kill for the restart (1 s backoff)
+  WriteFile(d_.Path("clean.yaml"), Config(d_, "clean", llm));
+  WriteFile(d_.Path("killed.yaml"), Config(d_, "killed", llm));
+  auto clean = RunMmirage("run -q --config clean.yaml", d_.path());
+  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+
+  SubprocessOptions o;
+  o.argv = {MMIRAGE_BINARY, "run", "--config", d_.Path("killed.yaml")};
+  o.stdout_path = d_.Path("killed.log");
+  o.stderr_path = "=stdout";
+  o.new_process_group = true;
+  o.terminate_with_parent = true;
+  auto run = Subprocess::Start(o);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  // Mid-run: the replicas are loaded and rows are being generated; replica 0's port is in mmirage's log.
+  std::string log = d_.Path("killed.log");
+  bool serving = WaitFor([&] { return ReadFile(log).find("Model loaded") != std::string::npos; }, 60);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int pid = LlamaServerPid(ReplicaPort(ReadFile(log), "server_0.log"));
+  if (!serving || pid <= 0) {
+    (void)(*run)->SignalGroup(SIGKILL);
+    (*run)->Wait();
+    FAIL() << "replica 0 never served (pid " << pid << "):\n" << ReadFile(d_.Path("killed.log"));
+  }
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  int code = (*run)->Wait();
+  std::string out = ReadFile(d_.Path("killed.log"));
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("fleet: replica 0 taken out"), std::string::npos) << out;
+  EXPECT_NE(out.find("fleet: replica 0 restarted"), std::string::npos) << out;
+  EXPECT_EQ(ReadLines(d_.Path("killed/shard_0/data.jsonl")), ReadLines(d_.Path("clean/shard_0/data.jsonl")));
+  EXPECT_EQ(ErrorIds(d_.Path("killed/shard_0/errors.jsonl")), ErrorIds(d_.Path("clean/shard_0/errors.jsonl")));
+  auto st = ParseJson(ReadFile(d_.Path("killed_state/shard_0/status.json")));
+  ASSERT_TRUE(st.ok());
+  EXPECT_GE(st->Find("stats")->Find("replica_restarts")->as_int(), 1);
+  std::string timeline = ReadFile(d_.Path("killed_state/shard_0/timeline.jsonl"));
+  EXPECT_NE(timeline.find("\"change\":\"restarted\""), std::string::npos) << timeline;
 }
 
 }  // namespace

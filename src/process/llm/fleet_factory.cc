@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "util/http/event_loop.h"
 #include "util/log.h"
 #include "util/process/subprocess.h"
 
@@ -56,7 +57,7 @@ std::vector<std::string> GpuSlices(const std::vector<std::string>& gpus, size_t 
 }
 
 engine::OpenAiEngineOptions ReplicaEngineOptions(engine::OpenAiEngineOptions o) {
-  o.max_retries = std::min(o.max_retries, 1);
+  o.max_retries = 0;
   o.down_timeout_seconds = std::min(o.down_timeout_seconds, 10.0);
   o.backoff_max_seconds = std::min(o.backoff_max_seconds, 2.0);
   return o;
@@ -67,7 +68,25 @@ engine::FleetOptions FleetOptionsFor(const config::Processor& p) {
   f.max_restarts = static_cast<int>(p.llm.max_restarts);
   int64_t retries = p.llm.endpoint ? p.llm.endpoint->max_retries : 5;
   f.max_attempts = static_cast<int>(std::clamp<int64_t>(retries, 1, 100));
+  f.affinity_prefix_chars = static_cast<int>(p.llm.affinity_prefix_chars);
+  f.affinity_slack = static_cast<int>(p.llm.affinity_max_imbalance);
   return f;
+}
+
+Status ProbeEndpoint(const engine::OpenAiEngineOptions& o) {
+  HttpRequest r;
+  r.method = "GET";
+  std::string base = o.base_url;
+  if (!base.empty() && base.back() == '/') base.pop_back();
+  r.url = base + "/models";
+  r.timeout_seconds = 5;
+  if (!o.api_key.empty())
+    r.headers.push_back(o.api == engine::HttpApi::kAnthropic ? "x-api-key: " + o.api_key
+                                                             : "Authorization: Bearer " + o.api_key);
+  HttpResponse resp = HttpFetch(r);
+  if (resp.transport != HttpTransport::kOk) return Status::Unavailable(o.base_url + ": " + resp.error);
+  if (resp.status_code >= 500) return Status::Unavailable(o.base_url + ": HTTP " + std::to_string(resp.status_code));
+  return Status::OK();
 }
 
 Result<std::unique_ptr<engine::Engine>> CreateUrlFleet(const config::Processor& p,
@@ -81,7 +100,11 @@ Result<std::unique_ptr<engine::Engine>> CreateUrlFleet(const config::Processor& 
     engine::FleetReplica r;
     r.name = url;
     r.engine = std::move(*e);
-    r.restart = [o] { return engine::CreateOpenAiEngine(o); };
+    r.restart = [o]() -> Result<std::unique_ptr<engine::Engine>> {
+      MMIRAGE_TRY(ProbeEndpoint(o));
+      return engine::CreateOpenAiEngine(o);
+    };
+    r.external = true;
     replicas.push_back(std::move(r));
   }
   auto fleet = engine::CreateFleetEngine(std::move(replicas), FleetOptionsFor(p));

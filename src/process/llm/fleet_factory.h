@@ -29,13 +29,19 @@ std::vector<std::string> GpuSlices(const std::vector<std::string>& gpus, size_t 
 Result<std::vector<std::string>> ReplicaGpuSlices(const config::Processor& processor,
                                                   const std::vector<std::string>& gpus);
 
-// A replica's own engine gives up early (one retry, down after 10 s): the fleet moves the request elsewhere.
+// A replica's own engine does not retry (down after 10 s): the fleet moves a failed request elsewhere at once.
 engine::OpenAiEngineOptions ReplicaEngineOptions(engine::OpenAiEngineOptions options);
-// max_restarts from server_args, max_attempts from endpoint.max_retries (at least 1).
+// max_restarts from server_args, max_attempts from endpoint.max_retries (at least 1), the affinity from
+// prefix_affinity.
 engine::FleetOptions FleetOptionsFor(const config::Processor& processor);
 
+// Whether the server at o.base_url answers: GET {base_url}/models (with the key) gets any response below 500.
+// Errors: kUnavailable naming the URL.
+Status ProbeEndpoint(const engine::OpenAiEngineOptions& o);
+
 // A fleet over endpoint.base_urls, one OpenAI engine each (`base`, with the URL); a replica taken out is
-// re-admitted (a fresh engine) after the fleet's backoff. Errors: those of CreateOpenAiEngine / CreateFleetEngine.
+// re-admitted (a fresh engine) once ProbeEndpoint succeeds again (an external replica, engine/fleet.h). Errors: those
+// of CreateOpenAiEngine / CreateFleetEngine.
 Result<std::unique_ptr<engine::Engine>> CreateUrlFleet(const config::Processor& processor,
                                                        const engine::OpenAiEngineOptions& base);
 

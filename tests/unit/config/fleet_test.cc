@@ -56,5 +56,46 @@ TEST(FleetConfigTest, BadFleetKeysAreLocatedErrors) {
   EXPECT_NE(c.status().message().find("max_restarts must be >= 0"), std::string::npos);
 }
 
+TEST(FleetConfigTest, PrefixAffinityIsReadFromEndpointOrServerArgs) {
+  auto c = LoadLlm("    backend: openai\n    endpoint: {base_urls: [\"http://a/v1\"]}\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->processors[0].llm.affinity_prefix_chars, 256);  // defaults
+  EXPECT_EQ(c->processors[0].llm.affinity_max_imbalance, 2);
+  c = LoadLlm(
+      "    backend: openai\n    endpoint: {base_urls: [\"http://a/v1\"], prefix_affinity: {prefix_chars: 1000, "
+      "max_imbalance: 0}}\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->processors[0].llm.affinity_prefix_chars, 1000);
+  EXPECT_EQ(c->processors[0].llm.affinity_max_imbalance, 0);
+  c = LoadLlm("    backend: sglang\n    server_args: {model_path: o/m, replicas: 2, prefix_affinity: false}\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->processors[0].llm.affinity_prefix_chars, 0);
+  c = LoadLlm("    backend: sglang\n    server_args: {model_path: o/m, prefix_affinity: {max_imbalance: 5}}\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->processors[0].llm.affinity_prefix_chars, 256);
+  EXPECT_EQ(c->processors[0].llm.affinity_max_imbalance, 5);
+}
+
+TEST(FleetConfigTest, BadPrefixAffinityIsALocatedError) {
+  struct Case {
+    std::string llm, error;
+  } cases[] = {
+      {"    server_args: {model_path: o/m, prefix_affinity: 12}\n",
+       "cfg.yaml:3:53: processors[0].server_args.prefix_affinity must be false, true or a map"},
+      {"    server_args: {model_path: o/m, prefix_affinity: {prefix_chars: 0}}\n",
+       "cfg.yaml:3:68: processors[0].server_args.prefix_affinity.prefix_chars must be an integer in [1, 1000000]"},
+      {"    server_args: {model_path: o/m, prefix_affinity: {max_imbalance: -1}}\n",
+       "prefix_affinity.max_imbalance must be an integer in [0, 1000000]"},
+      {"    backend: openai\n    endpoint: {base_urls: [\"http://a/v1\"], prefix_affinity: false}\n"
+       "    server_args: {model_path: o/m, prefix_affinity: true}\n",
+       "give prefix_affinity in endpoint or server_args, not both"},
+  };
+  for (const auto& k : cases) {
+    auto c = LoadLlm(k.llm);
+    ASSERT_FALSE(c.ok()) << k.llm;
+    EXPECT_NE(c.status().message().find(k.error), std::string::npos) << c.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace mmirage::config

@@ -56,7 +56,7 @@ class FleetTest : public ::testing::Test {
  protected:
   // n replicas; those with restartable[i] get a restart function that makes a fresh ManualEngine (or fails while
   // restart_fails).
-  void Make(int n, FleetOptions o = {}, std::vector<bool> restartable = {}) {
+  void Make(int n, FleetOptions o = {}, std::vector<bool> restartable = {}, bool external = false) {
     std::vector<FleetReplica> reps;
     for (int i = 0; i < n; ++i) {
       auto e = std::make_unique<ManualEngine>();
@@ -72,11 +72,15 @@ class FleetTest : public ::testing::Test {
           engines[i] = fresh.get();
           return std::unique_ptr<Engine>(std::move(fresh));
         };
+        r.external = external;
       }
       reps.push_back(std::move(r));
     }
     o.run_async = [this](std::function<void()> t) { tasks.push_back(std::move(t)); };
-    o.sleep = [this](double s) { sleeps.push_back(s); };
+    o.sleep = [this](double s) {
+      sleeps.push_back(s);
+      if (fleet_sleep_hook) fleet_sleep_hook();
+    };
     auto f = CreateFleetEngine(std::move(reps), o);
     ASSERT_TRUE(f.ok()) << f.status().ToString();
     fleet = std::move(*f);
@@ -106,6 +110,7 @@ class FleetTest : public ::testing::Test {
   std::map<std::string, std::string> results;
   int restart_calls = 0;
   bool restart_fails = false;
+  std::function<void()> fleet_sleep_hook;  // runs after each backoff wait
 };
 
 TEST_F(FleetTest, RequestsGoToTheReplicaWithFewestOutstanding) {
@@ -158,10 +163,68 @@ TEST_F(FleetTest, ARequestFailingOnTwoReplicasCountsAgainstNeither) {
   EXPECT_EQ(stats[0].failures + stats[1].failures, 2 + 2);
 }
 
+// Rows the model cannot answer (the same HTTP 500 on every replica) arriving faster than their re-issues answer:
+// none of those failures counts, so no healthy replica is taken out.
+TEST_F(FleetTest, RequestsFailingEverywhereNeverTakeAHealthyReplicaOut) {
+  FleetOptions o;
+  o.fail_threshold = 2;
+  o.max_attempts = 2;
+  Make(2, o);
+  for (int i = 0; i < 6; ++i) Send("p" + std::to_string(i));
+  const Status bad = Status::Unavailable("HTTP 500: output does not parse");
+  for (ManualEngine* e : engines)
+    for (size_t n = e->held.size(); n > 0; --n) e->AnswerOldest(bad);  // each moves to the other replica
+  for (ManualEngine* e : engines)
+    while (!e->held.empty()) e->AnswerOldest(bad);
+  ASSERT_EQ(answers.size(), 6u);
+  for (const auto& [prompt, n] : answers) EXPECT_EQ(results[prompt], "error:" + bad.message()) << prompt;
+  EXPECT_TRUE(fleet->Stats()[0].healthy);
+  EXPECT_TRUE(fleet->Stats()[1].healthy);
+  EXPECT_EQ(fleet->Stats()[0].failures + fleet->Stats()[1].failures, 12);
+}
+
+TEST_F(FleetTest, AReplicaThatJustFailedIsPickedAfterTheOthers) {
+  FleetOptions o;
+  o.quarantine_seconds = 3600;
+  Make(3, o);
+  Send("x");                                                            // → r0
+  engines[0]->AnswerOldest(Status::Unavailable("connection refused"));  // → r1
+  for (int i = 0; i < 4; ++i) Send("p" + std::to_string(i));
+  EXPECT_TRUE(engines[0]->held.empty()) << "the least loaded, but it has just failed";
+  EXPECT_EQ(engines[1]->held.size() + engines[2]->held.size(), 5u);
+  engines[1]->AnswerOldest();  // "x" answered elsewhere: r0's failure counts (1 of 3)
+  for (int i = 0; i < 2; ++i) Send("q" + std::to_string(i));
+  EXPECT_TRUE(engines[0]->held.empty());
+  EXPECT_TRUE(fleet->Stats()[0].healthy);
+}
+
+TEST_F(FleetTest, ARequestEveryReplicaJustFailedWaitsForOneToAnswer) {
+  FleetOptions o;
+  o.quarantine_seconds = 3600;
+  Make(2, o);
+  Send("a");
+  engines[0]->AnswerOldest(Status::Unavailable("refused r0"));
+  engines[1]->AnswerOldest(Status::Unavailable("refused r1"));
+  EXPECT_TRUE(engines[0]->held.empty() && engines[1]->held.empty()) << "not sent again at once";
+  ASSERT_EQ(tasks.size(), 1u);  // a wake-up after the quarantine
+  EXPECT_TRUE(answers.empty());
+  Send("b");  // untried for b: sent
+  ASSERT_EQ(engines[0]->held.size() + engines[1]->held.size(), 1u);
+  ManualEngine* e = engines[0]->held.empty() ? engines[1] : engines[0];
+  e->AnswerOldest();  // a replica answers: "a" goes to it
+  ASSERT_EQ(e->held.size(), 1u);
+  e->AnswerOldest();
+  EXPECT_EQ(results["a"], "echo:a");
+  RunTasks();  // the wake-up finds nothing left
+  EXPECT_EQ(sleeps, std::vector<double>{3600});
+  EXPECT_EQ(answers["a"], 1);
+}
+
 TEST_F(FleetTest, ADeadReplicaIsBlamedEvenForRequestsThatFailedElsewhereBefore) {
   FleetOptions o;
   o.fail_threshold = 2;
   o.max_attempts = 5;
+  o.quarantine_seconds = 0;
   Make(3, o);
   Send("x");                                                  // → r0
   engines[0]->AnswerOldest(Status::Unavailable("HTTP 500"));  // → r1
@@ -170,6 +233,9 @@ TEST_F(FleetTest, ADeadReplicaIsBlamedEvenForRequestsThatFailedElsewhereBefore) 
   Send("z");  // → r1, the least loaded
   ASSERT_EQ(engines[1]->held.size(), 1u);
   engines[1]->AnswerOldest(Status::Unavailable("refused r1"));
+  EXPECT_TRUE(fleet->Stats()[1].healthy) << "not counted before the request is answered elsewhere";
+  while (!engines[0]->held.empty()) engines[0]->AnswerOldest();
+  while (!engines[2]->held.empty()) engines[2]->AnswerOldest();
   EXPECT_FALSE(fleet->Stats()[1].healthy);
   EXPECT_TRUE(fleet->Stats()[0].healthy);
 }
@@ -188,8 +254,13 @@ TEST_F(FleetTest, ADeadReplicasInFlightRequestsMoveAtOnceAndLateAnswersAreDroppe
   Make(3, o);
   for (int i = 0; i < 9; ++i) Send("p" + std::to_string(i));
   ASSERT_EQ(engines[1]->held.size(), 3u);
-  engines[1]->AnswerOldest(Status::Unavailable("connection refused"));  // taken out: its 3 requests move
-  EXPECT_EQ(engines[0]->held.size() + engines[2]->held.size(), 9u);
+  engines[1]->AnswerOldest(Status::Unavailable("connection refused"));  // that request moves
+  EXPECT_EQ(engines[0]->held.size() + engines[2]->held.size(), 7u);
+  EXPECT_TRUE(fleet->Stats()[1].healthy);
+  // Answered elsewhere: r1's failure counts, it is taken out and its other 2 requests move at once.
+  for (ManualEngine* e : {engines[0], engines[2]})
+    for (size_t n = e->held.size(); n > 0; --n) e->AnswerOldest();
+  EXPECT_EQ(engines[0]->held.size() + engines[2]->held.size(), 2u);
   EXPECT_FALSE(fleet->Stats()[1].healthy);
   engines[1]->AnswerOldest();  // a late answer from the dead replica: dropped
   engines[1]->AnswerOldest();
@@ -211,8 +282,9 @@ TEST_F(FleetTest, ATakenOutReplicaIsRestartedWithBackoffAndTakesRequestsAgain) {
   o.restart_backoff_seconds = 0.5;
   Make(2, o, {true, false});
   Send("a");
-  engines[0]->AnswerOldest(Status::Unavailable("HTTP 500"));  // out; "a" moves to r1
+  engines[0]->AnswerOldest(Status::Unavailable("HTTP 500"));  // "a" moves to r1
   ASSERT_EQ(engines[1]->held.size(), 1u);
+  engines[1]->AnswerOldest();  // answered elsewhere: r0's failure counts, it is taken out
   ManualEngine* old = engines[0];
   RunTasks();
   EXPECT_TRUE(old->shut_down);
@@ -231,9 +303,11 @@ TEST_F(FleetTest, RequestsWaitWhileTheOnlyReplicaRestartsAndFailWhenRestartsRunO
   FleetOptions o;
   o.fail_threshold = 1;
   o.max_restarts = 3;
+  o.quarantine_seconds = 0;
   Make(1, o, {true});
   Send("a");
   engines[0]->AnswerOldest(Status::Unavailable("connection refused"));
+  engines[0]->AnswerOldest(Status::Unavailable("connection refused"));  // on the same replica again: counted
   Send("b");
   EXPECT_TRUE(answers.empty()) << "waiting for the restart";
   restart_fails = true;
@@ -247,11 +321,61 @@ TEST_F(FleetTest, RequestsWaitWhileTheOnlyReplicaRestartsAndFailWhenRestartsRunO
   EXPECT_EQ(results["c"].rfind("error:every replica of the fleet is down", 0), 0u);
 }
 
+TEST_F(FleetTest, AnExternalReplicaIsProbedUntilItAnswers) {
+  FleetOptions o;
+  o.fail_threshold = 1;
+  o.max_restarts = 1;
+  o.probe_interval_seconds = 0.25;
+  Make(2, o, {true, false}, /*external=*/true);
+  Send("a");
+  engines[0]->AnswerOldest(Status::Unavailable("connection refused"));  // "a" moves to r1
+  engines[1]->AnswerOldest();                                           // and answers: r0 is taken out
+  restart_fails = true;
+  fleet_sleep_hook = [this] {  // it answers on the sixth try
+    if (sleeps.size() == 6) restart_fails = false;
+  };
+  RunTasks();
+  EXPECT_EQ(restart_calls, 6) << "max_restarts does not bound an external replica";
+  EXPECT_EQ(sleeps, (std::vector<double>(6, 0.25)));
+  auto stats = fleet->Stats();
+  EXPECT_TRUE(stats[0].healthy);
+  EXPECT_EQ(stats[0].restarts, 1) << "failed tries are not restarts";
+  auto events = fleet->TakeEvents();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].change, "out");
+  EXPECT_EQ(events[1].change, "back");
+  EXPECT_EQ(events[1].name, "r0");
+  EXPECT_GT(events[1].t, 1e9);
+  EXPECT_TRUE(fleet->TakeEvents().empty());
+}
+
+TEST_F(FleetTest, RestartAndGiveUpAreEvents) {
+  FleetOptions o;
+  o.fail_threshold = 1;
+  o.max_restarts = 1;
+  Make(2, o, {true, false});
+  Send("a");
+  engines[0]->AnswerOldest(Status::Unavailable("HTTP 500"));
+  engines[1]->AnswerOldest();
+  RunTasks();  // restarted
+  Send("b");
+  Send("c");
+  ASSERT_FALSE(engines[0]->held.empty());
+  engines[0]->AnswerOldest(Status::Unavailable("HTTP 503"));
+  while (!engines[1]->held.empty()) engines[1]->AnswerOldest();  // out again: no restart left
+  RunTasks();
+  std::vector<std::string> changes;
+  for (const auto& e : fleet->TakeEvents()) changes.push_back(e.change);
+  EXPECT_EQ(changes, (std::vector<std::string>{"out", "restarted", "out", "gave_up"}));
+}
+
 TEST_F(FleetTest, WaitingRequestsRunOnTheRestartedReplica) {
   FleetOptions o;
   o.fail_threshold = 1;
+  o.quarantine_seconds = 0;
   Make(1, o, {true});
   Send("a");
+  engines[0]->AnswerOldest(Status::Unavailable("connection refused"));
   engines[0]->AnswerOldest(Status::Unavailable("connection refused"));
   RunTasks();
   ASSERT_EQ(engines[0]->held.size(), 1u);
@@ -332,15 +456,20 @@ TEST_F(FleetTest, AffinityNeitherHoldsAReissueNorPointsAtATakenOutReplica) {
   o.fail_threshold = 1;
   Make(3, o);
   Send("shared: a");                                          // → r0
-  engines[0]->AnswerOldest(Status::Unavailable("HTTP 503"));  // r0 out; the re-issue goes to an untried replica
+  engines[0]->AnswerOldest(Status::Unavailable("HTTP 503"));  // the re-issue goes to an untried replica
   EXPECT_EQ(engines[0]->held.size(), 0u);
   ASSERT_EQ(engines[1]->held.size() + engines[2]->held.size(), 1u);
   int affine = engines[1]->held.empty() ? 2 : 1;
   Send("shared: b");  // follows the prefix to where it went last
   EXPECT_EQ(engines[affine]->held.size(), 2u);
-  engines[affine]->AnswerOldest(Status::Unavailable("connection refused"));  // out too; its held row moves
+  engines[affine]->AnswerOldest();  // "a" answered there: r0's failure counts, r0 is out
+  EXPECT_FALSE(fleet->Stats()[0].healthy);
   Send("shared: c");
-  EXPECT_EQ(engines[3 - affine]->held.size(), 3u);  // the only healthy replica left
+  EXPECT_EQ(engines[affine]->held.size(), 2u);
+  engines[affine]->AnswerOldest(Status::Unavailable("connection refused"));  // "b" moves to the other
+  engines[3 - affine]->AnswerOldest();  // and answers: `affine` is out, "c" moves too
+  Send("shared: d");
+  EXPECT_EQ(engines[3 - affine]->held.size(), 2u);  // c and d: the only healthy replica left
   EXPECT_FALSE(fleet->Stats()[affine].healthy);
 }
 

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include "support/local_http_server.h"
+#include "support/test_util.h"
+#include "util/net.h"
+
 namespace mmirage::process::llm {
 namespace {
 
@@ -62,12 +66,40 @@ TEST(FleetFactoryTest, ReplicaEnginesGiveUpEarlyAndTheFleetRetriesElsewhere) {
   o.max_retries = 5;
   o.down_timeout_seconds = 120;
   engine::OpenAiEngineOptions r = ReplicaEngineOptions(o);
-  EXPECT_EQ(r.max_retries, 1);
+  EXPECT_EQ(r.max_retries, 0);
   EXPECT_DOUBLE_EQ(r.down_timeout_seconds, 10);
   config::Processor p = Managed(1, 2);
   p.llm.max_restarts = 7;
   EXPECT_EQ(FleetOptionsFor(p).max_restarts, 7);
   EXPECT_EQ(FleetOptionsFor(p).max_attempts, 5);
+  EXPECT_EQ(FleetOptionsFor(p).affinity_prefix_chars, 256);
+  EXPECT_EQ(FleetOptionsFor(p).affinity_slack, 2);
+  p.llm.affinity_prefix_chars = 0;
+  p.llm.affinity_max_imbalance = 7;
+  EXPECT_EQ(FleetOptionsFor(p).affinity_prefix_chars, 0);
+  EXPECT_EQ(FleetOptionsFor(p).affinity_slack, 7);
+}
+
+// A base_urls replica comes back once it answers GET {base_url}/models; a closed port does not answer.
+TEST(FleetFactoryTest, ProbeEndpointAsksForTheModelsWithTheKey) {
+  testing::TempDir d;
+  testing::WriteFile(d.Path("root/v1/models"), "{\"data\":[]}");
+  testing::LocalHttpServer server(d.Path("srv"), d.Path("root"));
+  ASSERT_EQ(server.error(), "");
+  engine::OpenAiEngineOptions o;
+  o.base_url = server.Url("/v1/");
+  o.api_key = "k-123";
+  EXPECT_TRUE(ProbeEndpoint(o).ok()) << ProbeEndpoint(o).ToString();
+  std::vector<std::string> reqs = server.Requests();
+  ASSERT_FALSE(reqs.empty());
+  EXPECT_NE(reqs[0].find("/v1/models"), std::string::npos) << reqs[0];
+  EXPECT_NE(reqs[0].find("Bearer k-123"), std::string::npos) << reqs[0];
+  auto port = FindFreeLoopbackPort();
+  ASSERT_TRUE(port.ok());
+  o.base_url = "http://127.0.0.1:" + std::to_string(*port) + "/v1";
+  Status s = ProbeEndpoint(o);
+  EXPECT_TRUE(s.IsUnavailable()) << s.ToString();
+  EXPECT_NE(s.message().find(o.base_url), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -56,6 +56,27 @@ TEST(TimelineTest, EntriesRoundTripThroughOneLine) {
   EXPECT_FALSE(TimelineEntry::FromJsonLine("{\"t\":1,\"attempt\":1").has_value());
 }
 
+TEST(TimelineTest, ReplicaEventsRoundTrip) {
+  TimelineEntry e;
+  e.t = 1700000001.5;
+  e.attempt = 2;
+  e.event = "replica";
+  e.replica = 1;
+  e.replica_name = "http://127.0.0.1:8001/v1";
+  e.change = "out";
+  std::string line = e.ToJsonLine();
+  EXPECT_EQ(line,
+            "{\"t\":1700000001.5,\"attempt\":2,\"event\":\"replica\",\"replica\":1,\"name\":"
+            "\"http://127.0.0.1:8001/v1\",\"change\":\"out\"}\n");
+  auto back = TimelineEntry::FromJsonLine(line);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_FALSE(back->is_sample());
+  EXPECT_EQ(back->replica, 1);
+  EXPECT_EQ(back->replica_name, "http://127.0.0.1:8001/v1");
+  EXPECT_EQ(back->change, "out");
+  EXPECT_FALSE(TimelineEntry::FromJsonLine(Sample(1, 2, 3).ToJsonLine())->change.has_value());
+}
+
 TEST(TimelineTest, WriterComputesIntervalRatesAndExcludesResumedRows) {
   testing::TempDir d;
   Env* env = Env::Default();

@@ -6,6 +6,7 @@
 
 #include "data/json.h"
 #include "stats/aggregate.h"
+#include "stats/report_svg.h"
 
 namespace mmirage {
 namespace {
@@ -112,6 +113,34 @@ TEST(ReportHtmlTest, HasEverySectionAndEveryAggregateValue) {
   // Text from the state directory is escaped.
   EXPECT_NE(h.find("boom &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;quotes&quot;"), std::string::npos);
   EXPECT_NE(h.find("cfg &lt;1&gt;.yaml"), std::string::npos);
+}
+
+TEST(ReportHtmlTest, ReplicaEventsAreMarkedOnTheirShardsLane) {
+  RunReport r = TwoShards();
+  auto& tl = r.shards[1].timeline;
+  for (auto [t, change] : {std::pair<double, const char*>{1020, "out"}, {1030, "restarted"}, {1040, "gave_up"}}) {
+    TimelineEntry e = E(t, 1, "replica");
+    e.replica = 2;
+    e.replica_name = "replica 2 <GPUs 4,5>";
+    e.change = change;
+    tl.insert(tl.end() - 4, e);
+  }
+  std::string h = RenderHtmlReport(r, ComputeAdvice(r));
+  EXPECT_EQ(Count(h, "<g class=\"replica\""), 3u);
+  EXPECT_EQ(Count(h, "data-change=\"out\""), 1u);
+  EXPECT_EQ(Count(h, "data-change=\"restarted\""), 1u);
+  EXPECT_EQ(Count(h, "data-change=\"gave_up\""), 1u);
+  EXPECT_NE(h.find("replica 2 &lt;GPUs 4,5&gt;: out at +20s"), std::string::npos);
+  EXPECT_EQ(Count(h, "<svg"), Count(h, "</svg>"));
+  // Drawn on shard 1's lane (the second), not shard 0's: below the first lane's bottom.
+  report_svg::Frame f;
+  f.t0 = 1000;
+  f.span = 100;
+  std::string marks = report_svg::ReplicaMarks(tl, f, 38, 30);
+  EXPECT_EQ(Count(marks, "<g class=\"replica\""), 3u);
+  EXPECT_NE(marks.find(" 41.0 L"), std::string::npos) << marks;  // an "out" triangle's base at the lane's top + 3
+  EXPECT_NE(marks.find(" 65.0 L"), std::string::npos) << marks;  // a "restarted" one's base at the bottom - 3
+  EXPECT_TRUE(report_svg::ReplicaMarks(r.shards[0].timeline, f, 8, 30).empty());
 }
 
 TEST(ReportHtmlTest, EmptyAndOddRunsRenderWithoutCrashing) {
