@@ -21,9 +21,9 @@ inline bool MakeTinyModel(const std::string& path, int seed) {
 
 // One tiny model (seed 3) shared by the tests of a binary; "" when it cannot be made.
 inline const std::string& SharedTinyModel() {
-  static TempDir* dir = new TempDir();  // lives until exit
+  static TempDir dir;  // removed at exit
   static std::string path = [] {
-    std::string p = dir->Path("tiny.gguf");
+    std::string p = dir.Path("tiny.gguf");
     return MakeTinyModel(p, 3) ? p : std::string();
   }();
   return path;

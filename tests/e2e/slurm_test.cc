@@ -35,9 +35,9 @@ std::string SlurmProblem() {
   } while (0)
 
 const std::string& TinyModel() {
-  static TempDir* dir = new TempDir();  // lives until exit
+  static TempDir dir;  // removed at exit
   static std::string path = [] {
-    std::string p = dir->Path("tiny.gguf");
+    std::string p = dir.Path("tiny.gguf");
     if (RunCommand("'" + MakeModelTool() + "' --out '" + p + "' --seed 11").exit_code != 0) p.clear();
     return p;
   }();
