@@ -3,13 +3,14 @@
 
 Starts an S3 server on 127.0.0.1 — moto in server mode (the default; tests/e2e/s3_server.py, from build/venv-dist:
 scripts/setup.sh --for-tests) or, with --server seaweedfs, a real store: SeaweedFS (`weed server -s3`, built by
-bench/setup_seaweedfs.sh) on free ports with a temporary data directory —, uploads the rows, then runs the same config twice: input, output and state on local disk, and all
-three in the bucket. Both outputs must have every row. Prints wall time, rows/s and peak RSS of each `mmirage run`,
-the requests the S3 run made (by method), and the ratio (goal: S3 >= 0.8x local, RSS <= 300 MB). moto keeps
-objects in memory in one Python process and is slow at ranged reads of large objects and multipart completes;
-SeaweedFS stores them on local disk behind a real S3 gateway (requests are counted for moto only). As a floor it times boto3 moving the same bytes (download of the input, upload of
-one object the size of the output) and prints local / (local + floor): the ratio an S3 run that only added those
-transfers to the local run would reach. Usage:
+bench/setup_seaweedfs.sh) on free ports with a temporary data directory —, uploads the rows, then runs the same
+config twice: input, output and state on local disk, and all three in the bucket. Both outputs must have every row.
+Prints wall time, rows/s and peak RSS of each `mmirage run`, the requests the S3 run made (by kind), and the ratio
+(goal: S3 >= 0.8x local, RSS <= 300 MB). moto keeps objects in memory in one Python process and is slow at ranged
+reads of large objects and multipart completes; SeaweedFS stores them on local disk behind a real S3 gateway (its
+requests are counted from its Prometheus metrics). As a floor it times boto3 moving the same bytes (download of the
+input, upload of one object the size of the output) and prints local / (local + floor): the ratio an S3 run that
+only added those transfers to the local run would reach. Usage:
   bench/s3_bench.py [--rows N] [--shards K] [--commit-interval S] [--mmirage build/mmirage]
                     [--server moto|seaweedfs] [--weed PATH]
 (--commit-interval: commit_interval_seconds; small values show what each commit costs on object storage.)
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 from model_free_common import PROCESSING, synthetic_row
 
@@ -107,7 +109,7 @@ def start_seaweedfs(weed, tmp):
         json.dump({"identities": [{"name": "bench", "credentials": [{"accessKey": KEY_ID, "secretKey": SECRET}],
                                    "actions": ["Admin", "Read", "List", "Tagging", "Write"]}]}, f)
     names = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc",
-             "s3.port", "s3.port.grpc")
+             "s3.port", "s3.port.grpc", "metricsPort")
     ports = dict(zip(names, free_ports(len(names))))
     cmd = [weed, "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-dir=" + data, "-filer", "-s3",
            "-s3.config=" + identity, "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false",
@@ -122,7 +124,7 @@ def start_seaweedfs(weed, tmp):
             break
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", ports["s3.port"])) == 0:
-                return server, endpoint
+                return server, endpoint, f"http://127.0.0.1:{ports['metricsPort']}/metrics"
         time.sleep(0.2)
     server.kill()
     sys.exit("SeaweedFS did not start; see " + log.name)
@@ -141,17 +143,27 @@ def upload(python, endpoint, path, server_log):
         time.sleep(1)
 
 
-def requests_since(log_path, offset):
-    """Requests moto logged after byte `offset` of its log, by method, and the log's new end."""
+def moto_requests(log_path):
+    """Requests moto has logged so far, by method."""
     with open(log_path) as f:
-        f.seek(offset)
         text = f.read()
     counts = collections.Counter()
     for line in text.splitlines():
         for method in ("GET", "PUT", "HEAD", "POST", "DELETE"):
             if f'"{method} ' in line:
                 counts[method] += 1
-    return counts, offset + len(text.encode())
+    return counts
+
+
+def seaweedfs_requests(metrics_url):
+    """S3 requests SeaweedFS has served so far, by its request type (from its Prometheus counters)."""
+    counts = collections.Counter()
+    for line in urllib.request.urlopen(metrics_url, timeout=10).read().decode().splitlines():
+        if line.startswith("SeaweedFS_s3_request_total{"):
+            labels, value = line.rsplit(" ", 1)
+            kind = labels.split('type="', 1)[1].split('"', 1)[0]
+            counts[kind] += int(float(value))
+    return counts
 
 
 def count_rows(mmirage, path, env):
@@ -176,14 +188,16 @@ def main():
         with open(data, "w") as f:
             for i in range(args.rows):
                 f.write(json.dumps(synthetic_row(i)) + "\n")
+        log_path = os.path.join(tmp, "server.log")
         if args.server == "moto":
             server, endpoint = start_moto(args.python, tmp)
+            requests_so_far = lambda: moto_requests(log_path)  # noqa: E731
         else:
-            server, endpoint = start_seaweedfs(args.weed, tmp)
+            server, endpoint, metrics_url = start_seaweedfs(args.weed, tmp)
+            requests_so_far = lambda: seaweedfs_requests(metrics_url)  # noqa: E731
         print(f"server: {args.server} at {endpoint}")
         env = dict(os.environ, AWS_ACCESS_KEY_ID=KEY_ID, AWS_SECRET_ACCESS_KEY=SECRET, AWS_REGION="us-east-1",
                    AWS_EC2_METADATA_DISABLED="true", AWS_ENDPOINT_URL=endpoint)
-        log_path = os.path.join(tmp, "server.log")
         upload(args.python, endpoint, data, log_path)
 
         results = {}
@@ -193,9 +207,9 @@ def main():
             with open(cfg, "w") as f:
                 f.write(CONFIG.format(data=src, out=base + "/out", state=base + "/state", shards=args.shards,
                                       commit=args.commit_interval))
-            _, offset = requests_since(log_path, 0)
+            before = requests_so_far()
             wall, rss = run(args.mmirage, cfg, env)
-            requests = requests_since(log_path, offset)[0] if args.server == "moto" else {}
+            requests = requests_so_far() - before
             results[name] = (wall, rss)
             print(f"{name:6}: {args.rows:>9} rows in {wall:7.2f} s = {args.rows / wall:10,.0f} rows/s, "
                   f"peak RSS {rss:6.0f} MB" + (f", requests {dict(sorted(requests.items()))}" if requests else ""))
