@@ -16,6 +16,9 @@
 #include "process/llm/fleet_factory.h"
 #include "pipeline/failure_report.h"
 #include "state/shard_state.h"
+#include "util/env_schemes.h"
+#include "util/fnv.h"
+#include "util/hex.h"
 #include "util/log.h"
 #include "util/signals.h"
 #include "util/process/subprocess.h"
@@ -85,6 +88,7 @@ class LocalScheduler {
     queue_ = std::move(queue);
     // The shards that run at once split the endpoints' rate limits, so that together they stay under them.
     shares_ = std::min(parallel_, queue_.size());
+    if (shares_ > 1) PrepareSharedBudget();
     while (!queue_.empty() || !running_.empty()) {
       if (StopRequested() && !stopping_) {
         // Each worker is in its own process group (the terminal's Ctrl-C reaches only us), so it gets exactly one
@@ -104,6 +108,24 @@ class LocalScheduler {
 
  private:
   ShardRecord Record(int64_t id) const { return ShardState(env_, config_.loading.state_dir, id).Read(); }
+
+  // The workers run on this machine: they draw from one rate-limit and cost budget, kept in files under a fresh
+  // directory (util/shared_counters.h) — the state directory when it is local, else one under /tmp named after it.
+  // When the directory cannot be made, each worker keeps its own buckets and the limits are split statically.
+  void PrepareSharedBudget() {
+    const std::string& state = config_.loading.state_dir;
+    std::string dir = PathScheme(state).empty() ? env_->AbsolutePath(state) + "/shared_budget"
+                                                : "/tmp/mmirage_shared_budget_" + Hex64(Fnv1a64(state));
+    Status s = env_->RemoveAll(dir);
+    if (s.ok()) s = env_->CreateDirs(dir);
+    if (!s.ok()) {
+      LOG_WARN("cannot make the shared budget directory " << dir << " (" << s.message() << "): the " << shares_
+                                                          << " workers split the rate limits statically");
+      return;
+    }
+    shared_dir_ = dir;
+    LOG_INFO(shares_ << " shards run at once on this machine and share one rate-limit budget (" << dir << ")");
+  }
 
   // No new worker; each running one gets `sig` (SIGKILL later, see KillLateWorkers).
   void StopAll(int sig) {
@@ -168,7 +190,9 @@ class LocalScheduler {
       // Several workers share the terminal: each reports progress as log lines, not as a live line.
       so.argv.insert(so.argv.end(), {"--progress", "log"});
       so.env_overrides = {{"SLURM_ARRAY_TASK_ID", std::to_string(id)}};
-      if (shares_ > 1) so.env_overrides.push_back({process::llm::kRateLimitSharesVar, std::to_string(shares_)});
+      if (shares_ > 1 && shared_dir_.empty())
+        so.env_overrides.push_back({process::llm::kRateLimitSharesVar, std::to_string(shares_)});
+      if (!shared_dir_.empty()) so.env_overrides.push_back({process::llm::kSharedBudgetDirVar, shared_dir_});
       if (image_server_) so.env_overrides.push_back({"MMIRAGE_SGLANG_BASE_URL", image_server_->base_url()});
       int slot = TakeGpuSlot();
       if (slot >= 0) so.env_overrides.push_back({"CUDA_VISIBLE_DEVICES", gpu_slots_[static_cast<size_t>(slot)]});
@@ -240,8 +264,9 @@ class LocalScheduler {
   const LocalRunOptions& options_;
   const engine::ManagedServer* image_server_;
   const int64_t max_attempts_;
-  size_t parallel_;    // workers at once: local_workers, fewer when GPU slices run out
-  size_t shares_ = 1;  // workers that split the rate limits: parallel_, or fewer when fewer shards are queued
+  size_t parallel_;         // workers at once: local_workers, fewer when GPU slices run out
+  size_t shares_ = 1;       // workers that split the rate limits: parallel_, or fewer when fewer shards are queued
+  std::string shared_dir_;  // the workers' shared budgets ("" = none: they split the limits statically)
   std::deque<int64_t> queue_;
   std::vector<Worker> running_;
   std::vector<std::string> gpu_slots_;  // CUDA_VISIBLE_DEVICES per worker slot (gpus_per_worker)

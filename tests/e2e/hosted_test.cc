@@ -69,9 +69,10 @@ std::string HostedConfig(const TempDir& d, const std::string& endpoint) {
 
 // Runs `rows` rows in `shards` shards (more than one: as many local workers at once); checks every row is
 // written, the 429 share and the time against the limit-bound minimum (slack for the workers' start when sharded).
+// `own_rows`: data.jsonl is already written.
 void RunAndCheck(const TempDir& d, const Hosted& h, int rows, double rpm, double tpm, const std::string& endpoint,
-                 const std::string& expect_log = "", int shards = 1) {
-  WriteRows(d, rows);
+                 const std::string& expect_log = "", int shards = 1, bool own_rows = false) {
+  if (!own_rows) WriteRows(d, rows);
   std::string cfg = HostedConfig(d, endpoint);
   if (shards > 1) {
     std::string n = std::to_string(shards);
@@ -116,15 +117,31 @@ TEST(HostedE2eTest, ConfiguredLimitsRunNearTheMinimumWithoutA429Storm) {
               Endpoint(h.port, "      max_concurrency: 64\n      rate_limits: {requests_per_minute: 40000}\n"));
 }
 
-// Two local workers run the two shards at once against one account: they split the configured limits, so
-// together they stay under the provider's limit and still finish near the limit-bound minimum (a little slack
+// Two local workers run the two shards at once against one account: they draw from one budget on this machine,
+// so together they stay under the provider's limit and still finish near the limit-bound minimum (a little slack
 // for the second worker starting after the first).
-TEST(HostedE2eTest, LocalWorkersSplitTheLimitsAndTogetherStayUnderThem) {
+TEST(HostedE2eTest, LocalWorkersShareOneBudgetAndTogetherStayUnderIt) {
   TempDir d;
   Hosted h = StartHosted(d, {"--rpm", "40000", "--tpm", "100000000"});
   RunAndCheck(d, h, 2000, 40000, 1e8,
               Endpoint(h.port, "      max_concurrency: 64\n      rate_limits: {requests_per_minute: 40000}\n"),
-              "2 shards run at once and split the requests limit: this one uses 20000 of 40000", 2);
+              "2 shards run at once on this machine and share one rate-limit budget", 2);
+}
+
+// One shard has far less work (short rows) than the other: once it is done, the other uses the whole
+// tokens/minute limit. With the limit split statically, shard 0 (about 9/10 of the tokens at half the limit)
+// would take about 1.8x the limit-bound minimum; one shared budget finishes within 1.25x, with <= 1 % 429s.
+TEST(HostedE2eTest, AShardThatFinishesEarlyLeavesItsPartOfTheLimitToTheOthers) {
+  TempDir d;
+  Hosted h = StartHosted(d, {"--rpm", "1000000", "--tpm", "1000000"});
+  std::string rows;
+  const std::string long_text(800, 'w');
+  for (int i = 0; i < 400; ++i)  // shard 0: rows 0-199, ~220 tokens each; shard 1: rows 200-399, ~20 each
+    rows += "{\"id\":" + std::to_string(i) + ",\"text\":\"" + (i < 200 ? long_text : "short") + "\"}\n";
+  WriteFile(d.Path("data.jsonl"), rows);
+  RunAndCheck(d, h, 400, 1e6, 1e6,
+              Endpoint(h.port, "      max_concurrency: 64\n      rate_limits: {tokens_per_minute: 1000000}\n"),
+              "share one rate-limit budget", 2, true);
 }
 
 // Cost: a configured price gives status.json's cost_usd and `mmirage stats`'s total.
