@@ -217,6 +217,42 @@ TEST(HostedE2eTest, CostBudgetStopsResumablyAndResumesToIdenticalOutput) {
   EXPECT_EQ(got, ReadLines(clean.Path("out/shard_0/data.jsonl")));
 }
 
+// With two local workers, max_cost_usd is the run's budget, not each shard's: every `mmirage run` spends at most
+// about the budget in all (not twice it), stops with a non-zero exit saying so, and running again continues to the
+// output of a run without a budget.
+TEST(HostedE2eTest, TheCostBudgetIsTheRunsAcrossLocalWorkers) {
+  TempDir budget, clean;
+  Hosted h = StartHosted(budget, {"--rpm", "60000", "--tpm", "100000000"});
+  std::string cfg =
+      HostedConfig(budget, Endpoint(h.port, "      pricing: {input_per_million: 1000, output_per_million: 1000}\n"));
+  cfg = std::regex_replace(cfg, std::regex("  state_dir: state\n"), "  state_dir: state\n  num_shards: 2\n");
+  WriteRows(budget, 60);
+  WriteRows(clean, 60);
+  WriteFile(budget.Path("cfg.yaml"), cfg + "execution_params: {retry: true, local_workers: 2, max_cost_usd: 0.5}\n");
+  WriteFile(clean.Path("cfg.yaml"), cfg + "execution_params: {retry: true, local_workers: 2}\n");
+  double tokens_before = 0;
+  int runs = 0;
+  for (int exit_code = 1; exit_code != 0 && runs < 10; ++runs) {
+    auto r = Mm("", "run --config cfg.yaml", budget.path());
+    exit_code = r.exit_code;
+    double tokens = ProviderStats(h.port).Find("tokens")->as_number();
+    double spent = (tokens - tokens_before) * 1000 / 1e6;  // $1000 per million tokens, in and out
+    tokens_before = tokens;
+    EXPECT_LE(spent, 0.5 * 1.15) << "run " << runs << " spent $" << spent << " of a $0.5 budget\n" << r.err;
+    if (exit_code != 0) {
+      EXPECT_NE(r.err.find("execution_params.max_cost_usd (0.5) reached: the shards spent $"), std::string::npos)
+          << r.err;
+    }
+  }
+  EXPECT_GE(runs, 3) << "each run spends at most $0.5 of the ~$1.7 the 60 rows cost";
+  ASSERT_EQ(Mm("", "run --config cfg.yaml", clean.path()).exit_code, 0);
+  for (const char* shard : {"out/shard_0/data.jsonl", "out/shard_1/data.jsonl"}) {
+    auto got = ReadLines(budget.Path(shard));
+    EXPECT_EQ(got.size(), 30u);
+    EXPECT_EQ(got, ReadLines(clean.Path(shard)));
+  }
+}
+
 TEST(HostedE2eTest, UnknownLimitsAreLearnedFromTheHeaders) {
   TempDir d;
   Hosted h = StartHosted(d, {"--rpm", "100000", "--tpm", "600000"});
