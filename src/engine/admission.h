@@ -146,4 +146,12 @@ class AdmissionController {
   bool shared_failed_ = false;  // the shared file failed once (logged); the local buckets go on
 };
 
+// An engine paced by an AdmissionController exposes it, so that the shard's timeline can sample the window and the
+// limits in force (OutputGenerator::Admission). Thread-safety: as AdmissionController's getters.
+class AdmissionSource {
+ public:
+  virtual ~AdmissionSource() = default;
+  virtual std::shared_ptr<const AdmissionController> Admission() const = 0;
+};
+
 }  // namespace mmirage::engine

@@ -57,7 +57,7 @@ std::string DiscoverModel(const std::string& base) {
   return id != nullptr && id->is_string() ? id->as_string() : "";
 }
 
-class OpenAiEngine : public Engine {
+class OpenAiEngine : public Engine, public AdmissionSource {
  public:
   OpenAiEngine(const OpenAiEngineOptions& o, std::unique_ptr<HttpLoop> owned)
       : opt_(o),
@@ -90,6 +90,7 @@ class OpenAiEngine : public Engine {
 
   void Submit(Request request, CompletionCallback done) override;
   int Capacity() const override { return opt_.max_concurrency; }
+  std::shared_ptr<const AdmissionController> Admission() const override { return admission_; }
   double LoadSeconds() const override { return opt_.load_seconds; }
   int NumGpus() const override { return opt_.num_gpus; }
   void Shutdown() override;

@@ -21,11 +21,11 @@
 namespace mmirage::pipeline {
 
 struct CostGateInput {
-  double budget = 0;       // USD for the whole run
-  double others = 0;       // spent + reserved by the other processes that share the budget
-  double spent = 0;        // this process's cost so far
-  int64_t done = 0;        // this process's finished (priced) generations
-  int64_t in_flight = 0;   // this process's generations in flight
+  double budget = 0;      // USD for the whole run
+  double others = 0;      // spent + reserved by the other processes that share the budget
+  double spent = 0;       // this process's cost so far
+  int64_t done = 0;       // this process's finished (priced) generations
+  int64_t in_flight = 0;  // this process's generations in flight
 };
 
 // Whether a shard's recorded error is a stop at max_cost_usd ("max_cost_usd (B) reached: $S spent after N rows;

@@ -336,6 +336,7 @@ class ShardAttempt {
   // Starts the heartbeat, progress.json and the timeline (before the model load: a long load must not look like
   // a dead shard).
   void StartReporting();
+  void SampleAdmission(TimelineCounters* c);
   // Loads the engines of model outputs (counted as model load time), opens the generation cache, starts the
   // utilisation poller. Errors: the engines'.
   Status StartGenerator();
@@ -374,14 +375,27 @@ class ShardAttempt {
   std::unique_ptr<ShardProgressWriter> reporter_;
   std::unique_ptr<cache::GenerationCache> gen_cache_;  // outlives the generator's last generation
   std::unique_ptr<process::OutputGenerator> generator_;
+  std::mutex admission_mu_;  // guards admission_: set here, read by the progress thread's timeline samples
+  std::shared_ptr<const engine::AdmissionController> admission_;
 };
+
+// A hosted API's admission window and the limits in force, into a timeline sample (nothing without one).
+void ShardAttempt::SampleAdmission(TimelineCounters* c) {
+  std::lock_guard<std::mutex> lock(admission_mu_);
+  if (!admission_) return;
+  c->window = admission_->Window();
+  if (double rpm = admission_->RequestsPerMinute(); rpm > 0) c->rpm_limit = rpm;
+  if (double tpm = admission_->TokensPerMinute(); tpm > 0) c->tpm_limit = tpm;
+}
 
 void ShardAttempt::StartReporting() {
   timeline_ = std::make_unique<TimelineRecorder>(TimelineRecorder::Options{
       env_, config_.loading.state_dir, opt_.shard_id, report_.attempt, opt_.timeline_interval_seconds,
       [this] {
-        return TimelineCounters{progress_.rows_done,   progress_.rows_failed,     progress_.rows_resumed,
-                                totals_.prompt_tokens, totals_.completion_tokens, totals_.in_flight.load()};
+        TimelineCounters c{progress_.rows_done,   progress_.rows_failed,     progress_.rows_resumed,
+                           totals_.prompt_tokens, totals_.completion_tokens, totals_.in_flight.load()};
+        SampleAdmission(&c);
+        return c;
       },
       opt_.slurm_job_id, opt_.slurm_array_task_id});
   TimelineRecorder* timeline = timeline_.get();
@@ -417,6 +431,10 @@ Status ShardAttempt::StartGenerator() {
     for (const auto& w : warnings) LOG_WARN(w);
     if (!g.ok()) return g.status();
     generator_ = std::move(*g);
+    {
+      std::lock_guard<std::mutex> lock(admission_mu_);
+      admission_ = generator_->Admission();
+    }
     bool any_llm = false;  // only llm generations are cached
     for (const auto& o : config_.processing.outputs) any_llm = any_llm || o.type == "llm";
     if (any_llm) gen_cache_ = process::OpenGenerationCache(env_, config_);

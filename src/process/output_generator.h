@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "engine/admission.h"
 #include "engine/engine.h"
 #include "engine/fleet.h"
 #include "process/output_processor.h"
@@ -64,6 +65,8 @@ class OutputGenerator {
   engine::EngineCounters Counters() const;  // summed over engines
   // Per replica of every fleet engine (engine/fleet.h), in engine order; empty without a fleet.
   std::vector<engine::ReplicaStats> ReplicaStats() const;
+  // The admission controller of the first engine paced by one (a hosted API); nullptr when none is.
+  std::shared_ptr<const engine::AdmissionController> Admission() const;
   void Shutdown();
 
  private:

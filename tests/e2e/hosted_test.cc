@@ -144,7 +144,7 @@ TEST(HostedE2eTest, AShardThatFinishesEarlyLeavesItsPartOfTheLimitToTheOthers) {
               "share one rate-limit budget", 2, true);
 }
 
-// Cost: a configured price gives status.json's cost_usd and `mmirage stats`'s total.
+// Cost: a configured price gives status.json's cost_usd, `mmirage stats`'s total and the HTML report's cost.
 TEST(HostedE2eTest, CostFromConfiguredPricesIsInStatsAndMmirageStats) {
   TempDir d;
   Hosted h = StartHosted(d, {"--rpm", "60000", "--tpm", "100000000"});
@@ -169,6 +169,20 @@ TEST(HostedE2eTest, CostFromConfiguredPricesIsInStatsAndMmirageStats) {
   auto table = Mm("", "stats --config cfg.yaml --format table", d.path());
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("Cost (hosted API prices)"), std::string::npos) << table.out;
+  // The timeline's last sample holds the admission window and the limit learned from the headers; the HTML report
+  // shows the cost and both over time.
+  auto timeline = ReadLines(d.Path("state/shard_0/timeline.jsonl"));
+  std::string last_sample;
+  for (const auto& l : timeline)
+    if (l.find("\"event\"") == std::string::npos) last_sample = l;
+  EXPECT_NE(last_sample.find("\"window\":64"), std::string::npos) << last_sample;
+  EXPECT_NE(last_sample.find("\"rpm_limit\":60000"), std::string::npos) << last_sample;
+  auto html = Mm("", "stats --config cfg.yaml --html report.html", d.path());
+  ASSERT_EQ(html.exit_code, 0) << html.err;
+  std::string page = ReadFile(d.Path("report.html"));
+  EXPECT_NE(page.find("id=\"hosted\""), std::string::npos);
+  EXPECT_NE(page.find("data-key=\"total_cost_usd\">"), std::string::npos);
+  EXPECT_NE(page.find("requests/minute limit in force"), std::string::npos);
 }
 
 // `mmirage estimate` prices an online engine from the built-in table (no pricing given) and, redirected to another

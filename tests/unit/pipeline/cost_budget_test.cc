@@ -32,8 +32,10 @@ TEST(CostBudgetTest, ShardsSharingTheFileStayWithinTheRunsBudget) {
   StreamTotals a_totals, b_totals;
   double a_spent = 0, b_spent = 0;
   auto file = [&] { return NewFileSharedCounters(Env::Default(), d.Path("cost")); };
-  auto a = MakeCostGate(1.0, [&] { return a_spent; }, &a_totals, file(), "1");
-  auto b = MakeCostGate(1.0, [&] { return b_spent; }, &b_totals, file(), "2");
+  auto a = MakeCostGate(
+      1.0, [&] { return a_spent; }, &a_totals, file(), "1");
+  auto b = MakeCostGate(
+      1.0, [&] { return b_spent; }, &b_totals, file(), "2");
   // Each generation costs $0.1; the two shards take turns starting and finishing one row.
   int started = 0;
   for (int turn = 0; turn < 40; ++turn) {
@@ -60,7 +62,8 @@ TEST(CostBudgetTest, AGateThatEndsReleasesItsReserve) {
   t.in_flight = 2;  // 1 done for $0.2; 2 in flight: $0.4 reserved
   auto shared = NewFileSharedCounters(Env::Default(), d.Path("cost"));
   {
-    auto gate = MakeCostGate(10, [] { return 0.2; }, &t, shared, "7");
+    auto gate = MakeCostGate(
+        10, [] { return 0.2; }, &t, shared, "7");
     EXPECT_EQ(gate(), RowGate::kStart);
     SharedCounters::Map m;
     ASSERT_TRUE(shared->Update([&](SharedCounters::Map* x) { m = *x; }).ok());
