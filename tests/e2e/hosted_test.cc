@@ -185,15 +185,15 @@ TEST(HostedE2eTest, CostFromConfiguredPricesIsInStatsAndMmirageStats) {
   EXPECT_NE(page.find("requests/minute limit in force"), std::string::npos);
 }
 
-// `mmirage estimate` prices an online engine from the built-in table (no pricing given) and, redirected to another
-// OpenAI-compatible endpoint, still samples an Anthropic config.
+// `mmirage estimate` prices an online engine from the built-in table (no pricing given), shows the batch API's
+// discount beside it and, redirected to another OpenAI-compatible endpoint, still samples an Anthropic config.
 TEST(HostedE2eTest, EstimateShowsTheCostOfAHostedModel) {
   TempDir d;
   Hosted h = StartHosted(d, {"--rpm", "60000", "--tpm", "100000000"});
   WriteRows(d, 30);
   WriteFile(d.Path("cfg.yaml"), HostedConfig(d,
                                              "    backend: anthropic\n"
-                                             "    endpoint: {base_url: \"https://api.anthropic.invalid/v1\", "
+                                             "    endpoint: {base_url: \"https://api.anthropic.com/v1\", "
                                              "model: claude-sonnet-4-5}\n"));
   std::string via = "http://127.0.0.1:" + std::to_string(h.port) + "/v1";
   auto e = Mm("", "estimate --config cfg.yaml --sample 5 --format json --generate-via " + via, d.path());
@@ -204,6 +204,14 @@ TEST(HostedE2eTest, EstimateShowsTheCostOfAHostedModel) {
   ASSERT_TRUE(cost != nullptr && cost->is_object()) << e.out;
   EXPECT_GT(cost->Find("estimate")->as_number(), 0) << e.out;
   EXPECT_GT(ProviderStats(h.port).Find("ok")->as_int(), 0);  // the sample ran on the redirected endpoint
+  // Anthropic has a batch API at half the price: its cost is shown beside the online one.
+  const Value* batch = v->Find("batch_cost_usd");
+  ASSERT_TRUE(batch != nullptr && batch->is_object()) << e.out;
+  EXPECT_NEAR(batch->Find("estimate")->as_number(), cost->Find("estimate")->as_number() / 2, 0.011) << e.out;
+  EXPECT_EQ(v->Find("batch_api")->as_string(), "Anthropic Message Batches");
+  auto table = Mm("", "estimate --config cfg.yaml --sample 5 --generate-via " + via, d.path());
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("with the Anthropic Message Batches)"), std::string::npos) << table.out;
 }
 
 // execution_params.max_cost_usd: each run stops starting rows before the budget, commits and exits non-zero saying
