@@ -72,7 +72,7 @@ class OpenAiEngine : public Engine, public AdmissionSource {
       ao.requests_per_minute = o.requests_per_minute;
       ao.tokens_per_minute = o.tokens_per_minute;
       ao.budget_shares = o.rate_limit_shares;
-      if (!o.shared_budget_path.empty()) ao.shared = NewFileSharedCounters(env_, o.shared_budget_path);
+      if (!o.shared_budget_path.empty()) ao.shared = NewFileSharedCounters(o.shared_budget_path);
       ao.max_concurrency = o.max_concurrency;
       ao.adaptive = o.adaptive_concurrency;
       ao.now_micros = [loop = loop_] { return loop->NowMicros(); };  // admission runs on the loop thread only

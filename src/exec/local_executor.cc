@@ -136,7 +136,7 @@ class LocalScheduler {
   std::string RunCostSummary() {
     std::string s = "execution_params.max_cost_usd (" + FormatDouble(*config_.execution.max_cost_usd) + ") reached";
     double spent = 0;
-    if (!shared_dir_.empty() && NewFileSharedCounters(env_, shared_dir_ + "/cost")
+    if (!shared_dir_.empty() && NewFileSharedCounters(shared_dir_ + "/cost")
                                     ->Update([&](SharedCounters::Map* m) { spent = pipeline::SharedCostSpent(*m); })
                                     .ok())
       s += ": the shards spent $" + FormatDouble(std::round(spent * 1e4) / 1e4) + " together";

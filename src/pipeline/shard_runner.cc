@@ -123,7 +123,7 @@ std::function<RowGate()> CostGate(Env* env, const config::Config& config, const 
   config::VarLookup vars = config::ProcessVarLookup();
   std::shared_ptr<SharedCounters> shared;
   if (auto dir = vars(process::llm::kSharedBudgetDirVar); dir && !dir->empty()) {
-    shared = NewFileSharedCounters(env, *dir + "/cost");
+    shared = NewFileSharedCounters(*dir + "/cost");
   } else if (auto shares = vars(process::llm::kRateLimitSharesVar); shares && std::atoi(shares->c_str()) > 1) {
     budget /= std::atoi(shares->c_str());
   }

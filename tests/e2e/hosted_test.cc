@@ -137,7 +137,8 @@ TEST(HostedE2eTest, AShardThatFinishesEarlyLeavesItsPartOfTheLimitToTheOthers) {
   std::string rows;
   const std::string long_text(800, 'w');
   for (int i = 0; i < 400; ++i)  // shard 0: rows 0-199, ~220 tokens each; shard 1: rows 200-399, ~20 each
-    rows += "{\"id\":" + std::to_string(i) + ",\"text\":\"" + (i < 200 ? long_text : "short") + "\"}\n";
+    rows += "{\"id\":" + std::to_string(i) + ",\"text\":\"" + (i < 200 ? long_text : "short") + " " +
+            std::to_string(i) + "\"}\n";  // distinct prompts: none is answered from the generation cache
   WriteFile(d.Path("data.jsonl"), rows);
   RunAndCheck(d, h, 400, 1e6, 1e6,
               Endpoint(h.port, "      max_concurrency: 64\n      rate_limits: {tokens_per_minute: 1000000}\n"),

@@ -24,7 +24,7 @@ AdmissionOptions SharedOpts(FakeClock* clock, const std::string& path) {
   o.headroom = 1.0;
   o.burst_seconds = 1.0;
   o.budget_shares = 2;  // ignored: the shared file replaces the static split
-  o.shared = NewFileSharedCounters(Env::Default(), path);
+  o.shared = NewFileSharedCounters(path);
   return o;
 }
 

@@ -31,7 +31,7 @@ TEST(CostBudgetTest, ShardsSharingTheFileStayWithinTheRunsBudget) {
   testing::TempDir d;
   StreamTotals a_totals, b_totals;
   double a_spent = 0, b_spent = 0;
-  auto file = [&] { return NewFileSharedCounters(Env::Default(), d.Path("cost")); };
+  auto file = [&] { return NewFileSharedCounters(d.Path("cost")); };
   auto a = MakeCostGate(
       1.0, [&] { return a_spent; }, &a_totals, file(), "1");
   auto b = MakeCostGate(
@@ -60,7 +60,7 @@ TEST(CostBudgetTest, AGateThatEndsReleasesItsReserve) {
   StreamTotals t;
   t.generations = 3;
   t.in_flight = 2;  // 1 done for $0.2; 2 in flight: $0.4 reserved
-  auto shared = NewFileSharedCounters(Env::Default(), d.Path("cost"));
+  auto shared = NewFileSharedCounters(d.Path("cost"));
   {
     auto gate = MakeCostGate(
         10, [] { return 0.2; }, &t, shared, "7");

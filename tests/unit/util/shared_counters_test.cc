@@ -12,8 +12,8 @@ using testing::TempDir;
 
 TEST(SharedCountersTest, UpdatesRoundTripThroughTheFile) {
   TempDir d;
-  auto a = NewFileSharedCounters(Env::Default(), d.Path("budget"));
-  auto b = NewFileSharedCounters(Env::Default(), d.Path("budget"));  // another process, as far as the file knows
+  auto a = NewFileSharedCounters(d.Path("budget"));
+  auto b = NewFileSharedCounters(d.Path("budget"));  // another process, as far as the file knows
   ASSERT_TRUE(a->Update([](SharedCounters::Map* m) {
                  (*m)["requests.last_us"] = 1734567890123456.0;
                  (*m)["cost.spent"] = 0.125;
@@ -33,7 +33,7 @@ TEST(SharedCountersTest, UpdatesRoundTripThroughTheFile) {
 TEST(SharedCountersTest, AnUnreadableFileStartsAfresh) {
   TempDir d;
   testing::WriteFile(d.Path("budget"), "requests.level twelve\n");
-  auto a = NewFileSharedCounters(Env::Default(), d.Path("budget"));
+  auto a = NewFileSharedCounters(d.Path("budget"));
   SharedCounters::Map seen{{"x", 1}};
   ASSERT_TRUE(a->Update([&](SharedCounters::Map* m) {
                  seen = *m;
@@ -45,7 +45,7 @@ TEST(SharedCountersTest, AnUnreadableFileStartsAfresh) {
 
 TEST(SharedCountersTest, AMissingDirectoryIsAnError) {
   TempDir d;
-  auto a = NewFileSharedCounters(Env::Default(), d.Path("no/such/dir/budget"));
+  auto a = NewFileSharedCounters(d.Path("no/such/dir/budget"));
   bool ran = false;
   Status s = a->Update([&](SharedCounters::Map*) { ran = true; });
   EXPECT_FALSE(s.ok());
