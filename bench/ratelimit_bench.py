@@ -8,10 +8,12 @@ provider. The limit-bound minimum is max(requests / RPM, tokens used / TPM) minu
 the provider's one-second burst). The naive client is a pool of --naive-concurrency Python threads with keep-alive
 connections that retry a 429 after max(retry-after, exponential backoff with jitter) — what a client without
 admission does. Wall time: the whole `mmirage run` process, start to exit; the naive pool, first request to last.
+With --workers N > 1, `mmirage run` once more with the rows in N shards run by N local workers at once, which share
+one rate-limit budget on this machine (docs/hosted_apis.md).
                                                          goal: mmirage <= 1.10x the minimum, 429s << naive's
 
 Usage: bench/ratelimit_bench.py [--rows N] [--rpm R] [--tpm T] [--latency S] [--max-new T]
-       [--naive-concurrency C] [--build DIR]
+       [--naive-concurrency C] [--workers N] [--build DIR]
 """
 import argparse
 import http.client
@@ -74,15 +76,19 @@ def prompts(n):
     return [f"Write a short note about fact number {i} of the world." for i in range(n)]
 
 
-def run_mmirage(args, tmp, port):
+def run_mmirage(args, tmp, port, workers=1):
     data = os.path.join(tmp, "data.jsonl")
     with open(data, "w") as f:
         for t in prompts(args.rows):
             f.write(json.dumps({"text": t}) + "\n")
     cfg = os.path.join(tmp, "cfg.yaml")
     with open(cfg, "w") as f:
-        f.write(CONFIG.format(port=port, max_new=args.max_new, data=data, out=os.path.join(tmp, "out"),
-                              state=os.path.join(tmp, "state")))
+        text = CONFIG.format(port=port, max_new=args.max_new, data=data, out=os.path.join(tmp, "out"),
+                             state=os.path.join(tmp, "state"))
+        if workers > 1:
+            text = text.replace("  state_dir:", f"  num_shards: {workers}\n  state_dir:").replace(
+                "{cache: false}", f"{{cache: false, retry: true, local_workers: {workers}}}")
+        f.write(text)
     t0 = time.monotonic()
     r = subprocess.run([os.path.join(args.build, "mmirage"), "run", "--config", cfg, "--quiet"],
                        capture_output=True, text=True, cwd=tmp)
@@ -152,6 +158,7 @@ def main():
     ap.add_argument("--latency", type=float, default=0.5)
     ap.add_argument("--max-new", type=int, default=300)
     ap.add_argument("--naive-concurrency", type=int, default=32)
+    ap.add_argument("--workers", type=int, default=2, help="local workers of the sharded variant (1: none)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     args = ap.parse_args()
     print(f"{args.rows} requests at {args.rpm:g} RPM / {args.tpm:g} TPM, {args.latency:g} s per answer, "
@@ -160,6 +167,10 @@ def main():
     naive, naive_min, naive_429 = measure(args, "naive", lambda tmp, port: run_naive(args, port))
     print(f"mmirage / minimum = {ours / ours_min:.3f} (goal <= 1.10), naive / minimum = {naive / naive_min:.3f}, "
           f"mmirage / naive = {ours / naive:.3f}; 429s: mmirage {ours_429}, naive {naive_429}")
+    if args.workers > 1:
+        name = f"{args.workers} workers"
+        w, w_min, w_429 = measure(args, name, lambda tmp, port: run_mmirage(args, tmp, port, args.workers))
+        print(f"{name} sharing one budget: / minimum = {w / w_min:.3f}, 429s {w_429}")
 
 
 if __name__ == "__main__":

@@ -53,8 +53,9 @@ void PrintTable(const exec::EstimateReport& r) {
   if (r.gpu_hours) std::cout << "GPU hours         " << FormatDouble(RoundTo(*r.gpu_hours, 3)) << "\n";
   if (r.gpu_days_per_billion_tokens)
     std::cout << "GPU-days / 1B tok " << FormatDouble(RoundTo(*r.gpu_days_per_billion_tokens, 2)) << "\n";
-  std::cout << "cost              " << (r.cost_usd ? Range(r.cost_usd, Money) : "n/a (no prices in the config)")
-            << "\n";
+  std::cout << "cost              " << (r.cost_usd ? Range(r.cost_usd, Money) : "n/a (no prices in the config)");
+  if (r.batch_cost_usd) std::cout << "  (" << Range(r.batch_cost_usd, Money) << " with the " << r.batch_api << ")";
+  std::cout << "\n";
   if (r.rows_per_sec)
     std::cout << "measured          " << FormatDouble(RoundTo(*r.rows_per_sec, 2)) << " rows/s"
               << (r.output_tokens_per_sec ? ", " + FormatDouble(RoundTo(*r.output_tokens_per_sec, 1)) + " tok/s" : "")

@@ -96,7 +96,7 @@ int64_t EstimateRequestTokens(const Request& request) {
 
 AdmissionController::AdmissionController(AdmissionOptions options) : o_(std::move(options)) {
   o_.max_concurrency = std::max(1, o_.max_concurrency);
-  o_.budget_shares = std::max(1, o_.budget_shares);
+  o_.budget_shares = o_.shared ? 1 : std::max(1, o_.budget_shares);
   window_ = o_.adaptive ? std::clamp(o_.initial_concurrency, 1, o_.max_concurrency) : o_.max_concurrency;
   logged_window_ = static_cast<int>(window_);
   uint64_t now = Now();
@@ -149,16 +149,22 @@ uint64_t AdmissionController::WaitMicros(const Bucket& b, double cost) const {
 
 AdmissionDecision AdmissionController::TryAcquire(int64_t estimated_tokens) {
   std::lock_guard<std::mutex> lock(mu_);
-  AdmissionDecision d;
   uint64_t now = Now();
   if (in_flight_ >= static_cast<int>(window_)) {  // wait for a Release
     window_blocked_ = true;
     last_window_block_us_ = now;
-    return d;
+    return {};
   }
+  double cost = static_cast<double>(std::max<int64_t>(0, estimated_tokens));
+  AdmissionDecision d;
+  WithBuckets([&](uint64_t t) { d = Admit(cost, t); });
+  return d;
+}
+
+AdmissionDecision AdmissionController::Admit(double cost, uint64_t now) {
+  AdmissionDecision d;
   Refill(&requests_, now);
   Refill(&tokens_, now);
-  double cost = static_cast<double>(std::max<int64_t>(0, estimated_tokens));
   d.wait_micros = std::max(WaitMicros(requests_, 1), WaitMicros(tokens_, cost));
   if (d.wait_micros > 0) return d;
   if (requests_.limit_per_minute > 0) requests_.level -= 1;
@@ -174,11 +180,21 @@ AdmissionDecision AdmissionController::TryAcquire(int64_t estimated_tokens) {
 void AdmissionController::Release(const AdmissionPermit& permit, AdmissionOutcome outcome, int64_t actual_tokens,
                                   const HeaderList& headers) {
   std::lock_guard<std::mutex> lock(mu_);
-  uint64_t now = Now();
   in_flight_ = std::max(0, in_flight_ - 1);
+  RateLimitInfo info = ParseRateLimitHeaders(headers);
+  WithBuckets([&](uint64_t now) { ReleaseBuckets(permit, outcome, actual_tokens, info, now); });
+  uint64_t now = Now();
+  if (outcome == AdmissionOutcome::kOverloaded) {
+    OnOverload(permit, now);
+  } else if (outcome == AdmissionOutcome::kOk) {
+    OnSuccess(permit, now);
+  }
+}
+
+void AdmissionController::ReleaseBuckets(const AdmissionPermit& permit, AdmissionOutcome outcome, int64_t actual_tokens,
+                                         const RateLimitInfo& info, uint64_t now) {
   Refill(&requests_, now);
   Refill(&tokens_, now);
-  RateLimitInfo info = ParseRateLimitHeaders(headers);
   if (o_.requests_per_minute <= 0 && info.requests_limit && *info.requests_limit > 0 &&
       *info.requests_limit != requests_.account_per_minute)
     SetLimit(&requests_, *info.requests_limit, now, "requests");
@@ -193,10 +209,49 @@ void AdmissionController::Release(const AdmissionPermit& permit, AdmissionOutcom
   if (outcome == AdmissionOutcome::kOverloaded) {
     requests_.level = std::min(requests_.level, 0.0);
     tokens_.level = std::min(tokens_.level, 0.0);
-    OnOverload(permit, now);
-  } else if (outcome == AdmissionOutcome::kOk) {
-    OnSuccess(permit, now);
   }
+}
+
+void AdmissionController::WithBuckets(const std::function<void(uint64_t)>& fn) {
+  if (!o_.shared || shared_failed_) {
+    fn(Now());
+    return;
+  }
+  bool ran = false;
+  Status s = o_.shared->Update([&](SharedCounters::Map* m) {
+    ran = true;
+    uint64_t now = Now();  // read under the lock: the file's times never run ahead of it
+    LoadBucket(*m, "requests", o_.requests_per_minute, &requests_, now, "requests");
+    LoadBucket(*m, "tokens", o_.tokens_per_minute, &tokens_, now, "tokens");
+    fn(now);
+    StoreBucket(requests_, "requests", m);
+    StoreBucket(tokens_, "tokens", m);
+  });
+  if (!s.ok()) {
+    LOG_WARN(o_.name << ": shared rate-limit budget unusable (" << s.message()
+                     << "); this process goes on with its own buckets");
+    shared_failed_ = true;
+    if (!ran) fn(Now());
+  }
+}
+
+// The shared state of a bucket: the account's limit (configured here, or learned by any process), its level and
+// the time of its last refill (the system-wide monotonic clock).
+void AdmissionController::LoadBucket(const SharedCounters::Map& m, const std::string& prefix, double configured,
+                                     Bucket* b, uint64_t now, const char* what) {
+  double limit = configured > 0 ? configured : CounterOr(m, prefix + ".limit", 0);
+  if (limit > 0 && limit != b->account_per_minute) SetLimit(b, limit, now, configured > 0 ? nullptr : what);
+  auto at = m.find(prefix + ".last_us");
+  if (at == m.end() || b->limit_per_minute <= 0) return;  // the first process here: its own state is the start
+  b->level = std::min(b->capacity, CounterOr(m, prefix + ".level", 0));
+  b->last_us = std::min(now, static_cast<uint64_t>(at->second));
+}
+
+void AdmissionController::StoreBucket(const Bucket& b, const std::string& prefix, SharedCounters::Map* m) {
+  if (b.limit_per_minute <= 0) return;
+  (*m)[prefix + ".limit"] = b.account_per_minute;
+  (*m)[prefix + ".level"] = b.level;
+  (*m)[prefix + ".last_us"] = static_cast<double>(b.last_us);
 }
 
 void AdmissionController::OnOverload(const AdmissionPermit& p, uint64_t now) {

@@ -11,9 +11,11 @@
 //    is what holds requests back, ×1/2 on an overload answer (429/503/529) at most once per round trip, ×0.8 when
 //    the smoothed latency passes `latency_growth` × the lowest seen (latencies under 20 ms count as 20 ms). The window
 //    in force is logged when it changes.
-//  - the budget is shared: `budget_shares` processes that run at once against one account (the shards of one run:
-//    local workers, or the tasks of a SLURM array) each use limit / budget_shares, configured or learned, so
-//    together they stay under the account's limit. The split is logged once.
+//  - the budget is shared by the processes that run at once against one account (the shards of one run). On one
+//    machine (`shared`: util/shared_counters.h) the buckets and the learned limits live in one locked file that
+//    every process draws from, so together they stay under the account's limit and a process that ends leaves
+//    its part to the others. Across machines (SLURM arrays, Ray) each of `budget_shares` processes uses
+//    limit / budget_shares, configured or learned; the split is logged once.
 //
 // Usage (non-blocking, for an event loop): TryAcquire(estimated_tokens) → a permit, or how long to wait (0: wait
 // for a Release); then exactly one Release(permit, outcome, actual_tokens, headers) per permit.
@@ -22,11 +24,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "util/shared_counters.h"
 
 namespace mmirage::engine {
 
@@ -54,17 +59,20 @@ std::optional<double> ParseDurationSeconds(const std::string& s);
 int64_t EstimateRequestTokens(const Request& request);
 
 struct AdmissionOptions {
-  std::string name = "endpoint";         // for log lines
-  double requests_per_minute = 0;        // 0 = not configured: learned from headers, unlimited until then
-  double tokens_per_minute = 0;          // idem
-  int max_concurrency = 64;              // the fixed window; adaptive: its ceiling
-  bool adaptive = false;                 // max_concurrency: auto
-  int initial_concurrency = 8;           // adaptive: the window to start with (clamped to [1, max_concurrency])
-  double headroom = 0.97;                // buckets refill at this fraction of the limit
-  double burst_seconds = 0.5;            // bucket capacity, in seconds of refill
-  double latency_growth = 3.0;           // adaptive: smoothed latency over the lowest that shrinks the window
-  int budget_shares = 1;                 // processes sharing the limits at once; each uses limit / budget_shares
-  std::function<uint64_t()> now_micros;  // monotonic clock; nullptr = Env::Default()->MonotonicMicros()
+  std::string name = "endpoint";           // for log lines
+  double requests_per_minute = 0;          // 0 = not configured: learned from headers, unlimited until then
+  double tokens_per_minute = 0;            // idem
+  int max_concurrency = 64;                // the fixed window; adaptive: its ceiling
+  bool adaptive = false;                   // max_concurrency: auto
+  int initial_concurrency = 8;             // adaptive: the window to start with (clamped to [1, max_concurrency])
+  double headroom = 0.97;                  // buckets refill at this fraction of the limit
+  double burst_seconds = 0.5;              // bucket capacity, in seconds of refill
+  double latency_growth = 3.0;             // adaptive: smoothed latency over the lowest that shrinks the window
+  int budget_shares = 1;                   // processes sharing the limits at once; each uses limit / budget_shares
+  std::shared_ptr<SharedCounters> shared;  // set: one budget with the other processes on this machine (the
+                                           // buckets live there; budget_shares is ignored); an error is logged
+                                           // once and the local buckets go on
+  std::function<uint64_t()> now_micros;    // monotonic clock; nullptr = Env::Default()->MonotonicMicros()
 };
 
 enum class AdmissionOutcome {
@@ -116,6 +124,14 @@ class AdmissionController {
   void OnOverload(const AdmissionPermit& p, uint64_t now);
   void OnSuccess(const AdmissionPermit& p, uint64_t now);
   void SetWindow(double w, const char* why);
+  AdmissionDecision Admit(double cost, uint64_t now);
+  void ReleaseBuckets(const AdmissionPermit& permit, AdmissionOutcome outcome, int64_t actual_tokens,
+                      const RateLimitInfo& info, uint64_t now);
+  // Runs `fn(now)` on the buckets: under the shared file's lock with its state loaded and stored back, or locally.
+  void WithBuckets(const std::function<void(uint64_t)>& fn);
+  void LoadBucket(const SharedCounters::Map& m, const std::string& prefix, double configured, Bucket* b, uint64_t now,
+                  const char* what);
+  static void StoreBucket(const Bucket& b, const std::string& prefix, SharedCounters::Map* m);
 
   AdmissionOptions o_;
   mutable std::mutex mu_;
@@ -127,6 +143,15 @@ class AdmissionController {
   bool window_blocked_ = false;
   double latency_ewma_us_ = 0, latency_min_us_ = 0;
   int logged_window_;
+  bool shared_failed_ = false;  // the shared file failed once (logged); the local buckets go on
+};
+
+// An engine paced by an AdmissionController exposes it, so that the shard's timeline can sample the window and the
+// limits in force (OutputGenerator::Admission). Thread-safety: as AdmissionController's getters.
+class AdmissionSource {
+ public:
+  virtual ~AdmissionSource() = default;
+  virtual std::shared_ptr<const AdmissionController> Admission() const = 0;
 };
 
 }  // namespace mmirage::engine

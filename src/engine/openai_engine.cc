@@ -57,7 +57,7 @@ std::string DiscoverModel(const std::string& base) {
   return id != nullptr && id->is_string() ? id->as_string() : "";
 }
 
-class OpenAiEngine : public Engine {
+class OpenAiEngine : public Engine, public AdmissionSource {
  public:
   OpenAiEngine(const OpenAiEngineOptions& o, std::unique_ptr<HttpLoop> owned)
       : opt_(o),
@@ -72,6 +72,7 @@ class OpenAiEngine : public Engine {
       ao.requests_per_minute = o.requests_per_minute;
       ao.tokens_per_minute = o.tokens_per_minute;
       ao.budget_shares = o.rate_limit_shares;
+      if (!o.shared_budget_path.empty()) ao.shared = NewFileSharedCounters(o.shared_budget_path);
       ao.max_concurrency = o.max_concurrency;
       ao.adaptive = o.adaptive_concurrency;
       ao.now_micros = [loop = loop_] { return loop->NowMicros(); };  // admission runs on the loop thread only
@@ -89,6 +90,7 @@ class OpenAiEngine : public Engine {
 
   void Submit(Request request, CompletionCallback done) override;
   int Capacity() const override { return opt_.max_concurrency; }
+  std::shared_ptr<const AdmissionController> Admission() const override { return admission_; }
   double LoadSeconds() const override { return opt_.load_seconds; }
   int NumGpus() const override { return opt_.num_gpus; }
   void Shutdown() override;

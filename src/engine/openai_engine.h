@@ -43,6 +43,9 @@ struct OpenAiEngineOptions {
   double requests_per_minute = 0;     // rate limits; 0 = learned from the endpoint's x-ratelimit-* headers
   double tokens_per_minute = 0;
   int rate_limit_shares = 1;  // shards of the run that use these limits at once: each uses limit / shares
+  // Set: the limits are one budget with the other processes on this machine that name the same file
+  // (util/shared_counters.h; rate_limit_shares is then ignored). "" = this process's own buckets.
+  std::string shared_budget_path;
   // Shared admission (several engines, one budget); nullptr: the engine makes its own from the fields above.
   std::shared_ptr<AdmissionController> admission;
   double timeout_seconds = 600;       // per attempt

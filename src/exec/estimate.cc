@@ -668,6 +668,13 @@ void EstimateCost(const OutputPlan& plan, EstimateReport* rep) {
     rep->assumptions.push_back(
         std::string("Cost from price_per_million_input_tokens / price_per_million_output_tokens") +
         (rep->output_tokens_bound ? "; with output tokens at their bound it is an upper bound." : "."));
+    if (auto batch = process::llm::BatchApiDiscountFor(*p); batch && p->type == "llm") {
+      rep->batch_cost_usd = Scale(*rep->cost_usd, 1 - batch->fraction_off);
+      rep->batch_api = batch->name;
+      rep->assumptions.push_back("batch_cost_usd: the same rows through the " + batch->name + " (" +
+                                 FormatDouble(batch->fraction_off * 100) +
+                                 " % off the online price, results within 24 h): a batch_api processor.");
+    }
   } else if (priced) {
     rep->assumptions.push_back(
         "Outputs use several priced processors; the cost is not split per processor yet (null).");
@@ -685,6 +692,10 @@ Value EstimateReport::ToValue() const {
   v.Set("wall_seconds", IntervalValue(wall_seconds, 1));
   v.Set("gpu_days_per_billion_tokens", OptNum(gpu_days_per_billion_tokens, 4));
   v.Set("cost_usd", IntervalValue(cost_usd, 2));
+  if (batch_cost_usd) {
+    v.Set("batch_cost_usd", IntervalValue(batch_cost_usd, 2));
+    v.Set("batch_api", batch_api);
+  }
   Value a = Value::EmptyArray();
   for (const auto& s : assumptions) a.Push(Value(s));
   v.Set("assumptions", a);

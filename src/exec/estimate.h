@@ -40,6 +40,9 @@ struct EstimateReport {
   std::optional<double> gpu_days_per_billion_tokens;
   std::optional<double> gpu_hours;
   std::optional<Interval> cost_usd;
+  // The same rows through the provider's batch API (process/llm/pricing.h), when it has one: its name and cost.
+  std::optional<Interval> batch_cost_usd;
+  std::string batch_api;
   // Measured on the sample run.
   std::optional<double> rows_per_sec, output_tokens_per_sec, model_load_seconds;
   int64_t sample_failed_rows = 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <memory>
@@ -14,8 +15,13 @@
 #include "process/image_gen/image_gen_processor.h"
 #include "process/llm/engine_factory.h"
 #include "process/llm/fleet_factory.h"
+#include "data/json.h"
+#include "pipeline/cost_budget.h"
 #include "pipeline/failure_report.h"
 #include "state/shard_state.h"
+#include "util/env_schemes.h"
+#include "util/fnv.h"
+#include "util/hex.h"
 #include "util/log.h"
 #include "util/signals.h"
 #include "util/process/subprocess.h"
@@ -85,7 +91,8 @@ class LocalScheduler {
     queue_ = std::move(queue);
     // The shards that run at once split the endpoints' rate limits, so that together they stay under them.
     shares_ = std::min(parallel_, queue_.size());
-    while (!queue_.empty() || !running_.empty()) {
+    if (shares_ > 1 || config_.execution.max_cost_usd) PrepareSharedBudget();
+    while ((!queue_.empty() && !budget_spent_) || !running_.empty()) {
       if (StopRequested() && !stopping_) {
         // Each worker is in its own process group (the terminal's Ctrl-C reaches only us), so it gets exactly one
         // stop signal, from here: it commits what is finished and exits resumable.
@@ -104,6 +111,37 @@ class LocalScheduler {
 
  private:
   ShardRecord Record(int64_t id) const { return ShardState(env_, config_.loading.state_dir, id).Read(); }
+
+  // The workers run on this machine, one after another or at once: they draw from one rate-limit and cost budget, kept
+  // in files under a fresh directory (util/shared_counters.h) — the state directory when it is local, else one under
+  // /tmp named after it. When the directory cannot be made, each worker keeps its own buckets and the limits are split
+  // statically.
+  void PrepareSharedBudget() {
+    const std::string& state = config_.loading.state_dir;
+    std::string dir = PathScheme(state).empty() ? env_->AbsolutePath(state) + "/shared_budget"
+                                                : "/tmp/mmirage_shared_budget_" + Hex64(Fnv1a64(state));
+    Status s = env_->RemoveAll(dir);
+    if (s.ok()) s = env_->CreateDirs(dir);
+    if (!s.ok()) {
+      LOG_WARN("cannot make the shared budget directory " << dir << " (" << s.message() << "): the " << shares_
+                                                          << " workers split the rate limits statically");
+      return;
+    }
+    shared_dir_ = dir;
+    if (shares_ > 1)
+      LOG_INFO(shares_ << " shards run at once on this machine and share one rate-limit budget (" << dir << ")");
+  }
+
+  // What the run spent of execution_params.max_cost_usd, from the workers' shared cost file.
+  std::string RunCostSummary() {
+    std::string s = "execution_params.max_cost_usd (" + FormatDouble(*config_.execution.max_cost_usd) + ") reached";
+    double spent = 0;
+    if (!shared_dir_.empty() && NewFileSharedCounters(shared_dir_ + "/cost")
+                                    ->Update([&](SharedCounters::Map* m) { spent = pipeline::SharedCostSpent(*m); })
+                                    .ok())
+      s += ": the shards spent $" + FormatDouble(std::round(spent * 1e4) / 1e4) + " together";
+    return s + "; no further shard starts. Run again to continue (resumable)";
+  }
 
   // No new worker; each running one gets `sig` (SIGKILL later, see KillLateWorkers).
   void StopAll(int sig) {
@@ -158,7 +196,7 @@ class LocalScheduler {
 
   // Starts queued shards while a worker slot is free. A worker that cannot be started stops the run (StopAll).
   void StartWorkers() {
-    while (!stopping_ && running_.size() < parallel_ && !queue_.empty()) {
+    while (!stopping_ && !budget_spent_ && running_.size() < parallel_ && !queue_.empty()) {
       int64_t id = queue_.front();
       queue_.pop_front();
       SubprocessOptions so;
@@ -168,7 +206,9 @@ class LocalScheduler {
       // Several workers share the terminal: each reports progress as log lines, not as a live line.
       so.argv.insert(so.argv.end(), {"--progress", "log"});
       so.env_overrides = {{"SLURM_ARRAY_TASK_ID", std::to_string(id)}};
-      if (shares_ > 1) so.env_overrides.push_back({process::llm::kRateLimitSharesVar, std::to_string(shares_)});
+      if (shares_ > 1 && shared_dir_.empty())
+        so.env_overrides.push_back({process::llm::kRateLimitSharesVar, std::to_string(shares_)});
+      if (!shared_dir_.empty()) so.env_overrides.push_back({process::llm::kSharedBudgetDirVar, shared_dir_});
       if (image_server_) so.env_overrides.push_back({"MMIRAGE_SGLANG_BASE_URL", image_server_->base_url()});
       int slot = TakeGpuSlot();
       if (slot >= 0) so.env_overrides.push_back({"CUDA_VISIBLE_DEVICES", gpu_slots_[static_cast<size_t>(slot)]});
@@ -222,6 +262,10 @@ class LocalScheduler {
       if (rc == 75) in_progress_ = true;
     } else if (stopping_) {
       LOG_WARN("Shard " << id << ": stopped (exit " << rc << "); it resumes from its last commit next time");
+    } else if (pipeline::IsCostBudgetStop(r.error.value_or(""))) {
+      // The run's budget is spent: neither this shard nor the queued ones would get further now.
+      if (!budget_spent_) LOG_WARN(RunCostSummary());
+      budget_spent_ = true;
     } else if (r.attempts_spent < max_attempts_ && uncounted_[id] < max_attempts_) {
       LOG_WARN("Shard " << id << ": failed (exit " << rc << ", attempt " << r.retry_count << ", " << r.attempts_spent
                         << "/" << max_attempts_ << " without progress): " << r.error.value_or("no status written")
@@ -240,8 +284,10 @@ class LocalScheduler {
   const LocalRunOptions& options_;
   const engine::ManagedServer* image_server_;
   const int64_t max_attempts_;
-  size_t parallel_;    // workers at once: local_workers, fewer when GPU slices run out
-  size_t shares_ = 1;  // workers that split the rate limits: parallel_, or fewer when fewer shards are queued
+  size_t parallel_;            // workers at once: local_workers, fewer when GPU slices run out
+  size_t shares_ = 1;          // workers that split the rate limits: parallel_, or fewer when fewer shards are queued
+  bool budget_spent_ = false;  // a worker stopped at max_cost_usd: no new worker starts
+  std::string shared_dir_;     // the workers' shared budgets ("" = none: they split the limits statically)
   std::deque<int64_t> queue_;
   std::vector<Worker> running_;
   std::vector<std::string> gpu_slots_;  // CUDA_VISIBLE_DEVICES per worker slot (gpus_per_worker)

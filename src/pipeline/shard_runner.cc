@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <set>
@@ -19,6 +20,7 @@
 #include "data/line_reader.h"
 #include "data/output_reader.h"
 #include "data/hf_writer.h"
+#include "pipeline/cost_budget.h"
 #include "pipeline/failure_report.h"
 #include "pipeline/input_identity.h"
 #include "pipeline/row_batches.h"
@@ -107,25 +109,27 @@ RowTransform DatasetTransform(Env* env, const config::Config& config, const Data
   return transform;
 }
 
-// execution_params.max_cost_usd as StreamOptions::may_start_row: a row starts while the cost so far plus, for each
-// generation in flight and the new row, the mean cost of a finished generation stays within the budget. Until a
-// generation has finished (no mean yet) rows start one at a time. nullptr without a budget or a known price.
-std::function<RowGate()> CostGate(const config::Config& config, const StreamTotals* t) {
+// execution_params.max_cost_usd as StreamOptions::may_start_row (pipeline/cost_budget.h): the run's budget, shared
+// with the local workers that run at once through the executor's budget directory; a shard of a multi-node run
+// (SLURM, Ray: kRateLimitSharesVar) gets budget / the shards that run at once. nullptr without a budget or a price.
+std::function<RowGate()> CostGate(Env* env, const config::Config& config, const StreamTotals* t) {
   if (!config.execution.max_cost_usd) return nullptr;
   auto pricing = HostedPricing(config, false);
   if (!pricing) {
     LOG_WARN("execution_params.max_cost_usd is set, but no price is known for the model: no budget applies");
     return nullptr;
   }
-  return [pricing = *pricing, budget = *config.execution.max_cost_usd, t] {
-    double spent = TotalsCostUsd(pricing, *t);
-    int64_t in_flight = t->in_flight;
-    int64_t done = t->generations - in_flight - t->cached_generations;
-    if (done <= 0) return in_flight > 0 ? RowGate::kWait : spent < budget ? RowGate::kStart : RowGate::kStop;
-    double per_generation = spent / static_cast<double>(done);
-    if (spent + per_generation * static_cast<double>(in_flight + 1) <= budget) return RowGate::kStart;
-    return in_flight > 0 ? RowGate::kWait : RowGate::kStop;  // what is in flight may cost less than feared
-  };
+  double budget = *config.execution.max_cost_usd;
+  config::VarLookup vars = config::ProcessVarLookup();
+  std::shared_ptr<SharedCounters> shared;
+  if (auto dir = vars(process::llm::kSharedBudgetDirVar); dir && !dir->empty()) {
+    shared = NewFileSharedCounters(*dir + "/cost");
+  } else if (auto shares = vars(process::llm::kRateLimitSharesVar); shares && std::atoi(shares->c_str()) > 1) {
+    budget /= std::atoi(shares->c_str());
+  }
+  return MakeCostGate(
+      budget, [pricing = *pricing, t] { return TotalsCostUsd(pricing, *t); }, t, std::move(shared),
+      std::to_string(env->Pid()));
 }
 
 }  // namespace
@@ -147,7 +151,7 @@ namespace {
 // Runs the rows of `stream` through `transform` into `sink`: in parallel batches when no output calls a model
 // (generator null), else through the streaming scheduler. The one place that picks the scheduler and its options,
 // so the first pass and a redo of failed rows run alike. kUnavailable "interrupted" after a stop request.
-Status RunRows(const config::Config& config, RowStream* stream, const RowTransform& transform,
+Status RunRows(Env* env, const config::Config& config, RowStream* stream, const RowTransform& transform,
                process::OutputGenerator* generator, int64_t sample_offset,
                const std::function<Status(ProcessedBatch&)>& sink, StreamTotals* totals) {
   if (generator == nullptr) {
@@ -156,7 +160,7 @@ Status RunRows(const config::Config& config, RowStream* stream, const RowTransfo
   }
   StreamOptions so = StreamOptionsFor(config, generator->Capacity());
   so.sample_offset = sample_offset;
-  so.may_start_row = CostGate(config, totals);
+  so.may_start_row = CostGate(env, config, totals);
   return RunStreaming(stream, transform, generator, so, sink, totals);
 }
 
@@ -199,7 +203,7 @@ Status ProcessDataset(Env* env, const config::Config& config, const DatasetPlan&
       }
       return Status::OK();
     };
-    MMIRAGE_TRY(RunRows(config, &stream, transform, generator, SampleOffset(plan, p), sink, totals));
+    MMIRAGE_TRY(RunRows(env, config, &stream, transform, generator, SampleOffset(plan, p), sink, totals));
   }
   return Status::OK();
 }
@@ -262,7 +266,7 @@ Status RedoFailedRows(Env* env, const config::Config& config, const DatasetPlan&
         }
         return Status::OK();
       };
-      MMIRAGE_TRY(RunRows(config, &stream, transform, generator, SampleOffset(plan, p), sink, totals));
+      MMIRAGE_TRY(RunRows(env, config, &stream, transform, generator, SampleOffset(plan, p), sink, totals));
     }
     // (b) Merge with the published rows, in input order.
     const std::string& split = plan.parts[p].split;
@@ -351,6 +355,7 @@ class ShardAttempt {
   // Starts the heartbeat, progress.json and the timeline (before the model load: a long load must not look like
   // a dead shard).
   void StartReporting();
+  void SampleAdmission(TimelineCounters* c);
   // Loads the engines of model outputs (counted as model load time), opens the generation cache, starts the
   // utilisation poller. Errors: the engines'.
   Status StartGenerator();
@@ -389,14 +394,27 @@ class ShardAttempt {
   std::unique_ptr<ShardProgressWriter> reporter_;
   std::unique_ptr<cache::GenerationCache> gen_cache_;  // outlives the generator's last generation
   std::unique_ptr<process::OutputGenerator> generator_;
+  std::mutex admission_mu_;  // guards admission_: set here, read by the progress thread's timeline samples
+  std::shared_ptr<const engine::AdmissionController> admission_;
 };
+
+// A hosted API's admission window and the limits in force, into a timeline sample (nothing without one).
+void ShardAttempt::SampleAdmission(TimelineCounters* c) {
+  std::lock_guard<std::mutex> lock(admission_mu_);
+  if (!admission_) return;
+  c->window = admission_->Window();
+  if (double rpm = admission_->RequestsPerMinute(); rpm > 0) c->rpm_limit = rpm;
+  if (double tpm = admission_->TokensPerMinute(); tpm > 0) c->tpm_limit = tpm;
+}
 
 void ShardAttempt::StartReporting() {
   timeline_ = std::make_unique<TimelineRecorder>(TimelineRecorder::Options{
       env_, config_.loading.state_dir, opt_.shard_id, report_.attempt, opt_.timeline_interval_seconds,
       [this] {
-        return TimelineCounters{progress_.rows_done,   progress_.rows_failed,     progress_.rows_resumed,
-                                totals_.prompt_tokens, totals_.completion_tokens, totals_.in_flight.load()};
+        TimelineCounters c{progress_.rows_done,   progress_.rows_failed,     progress_.rows_resumed,
+                           totals_.prompt_tokens, totals_.completion_tokens, totals_.in_flight.load()};
+        SampleAdmission(&c);
+        return c;
       },
       opt_.slurm_job_id, opt_.slurm_array_task_id});
   TimelineRecorder* timeline = timeline_.get();
@@ -432,6 +450,10 @@ Status ShardAttempt::StartGenerator() {
     for (const auto& w : warnings) LOG_WARN(w);
     if (!g.ok()) return g.status();
     generator_ = std::move(*g);
+    {
+      std::lock_guard<std::mutex> lock(admission_mu_);
+      admission_ = generator_->Admission();
+    }
     bool any_llm = false;  // only llm generations are cached
     for (const auto& o : config_.processing.outputs) any_llm = any_llm || o.type == "llm";
     if (any_llm) gen_cache_ = process::OpenGenerationCache(env_, config_);

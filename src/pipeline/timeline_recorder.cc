@@ -58,6 +58,9 @@ void TimelineRecorder::SampleLocked(bool final_sample) {
   e.in_tok = c.in_tok;
   e.out_tok = c.out_tok;
   e.in_flight = c.in_flight;
+  e.window = c.window;
+  e.rpm_limit = c.rpm_limit;
+  e.tpm_limit = c.tpm_limit;
   if (poller_ != nullptr) {
     if (final_sample) poller_->SampleOnce();  // a reading at the very end, so the last interval has one
     UtilizationPoller::Interval iv = poller_->TakeInterval();

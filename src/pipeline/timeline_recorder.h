@@ -22,6 +22,8 @@ namespace mmirage::pipeline {
 struct TimelineCounters {
   int64_t rows = 0, failed = 0, resumed = 0, in_tok = 0, out_tok = 0;
   std::optional<int64_t> in_flight;
+  std::optional<int64_t> window;  // hosted APIs: admission (state/timeline.h)
+  std::optional<double> rpm_limit, tpm_limit;
 };
 
 class TimelineRecorder {

@@ -295,6 +295,12 @@ std::vector<engine::FleetEvent> OutputGenerator::TakeReplicaEvents() {
   return out;
 }
 
+std::shared_ptr<const engine::AdmissionController> OutputGenerator::Admission() const {
+  for (const auto& [_, e] : engines_)
+    if (const auto* source = dynamic_cast<const engine::AdmissionSource*>(e.get())) return source->Admission();
+  return nullptr;
+}
+
 engine::EngineCounters OutputGenerator::Counters() const {
   engine::EngineCounters sum;
   for (const auto& [_, e] : engines_) {

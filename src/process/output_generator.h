@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "engine/admission.h"
 #include "engine/engine.h"
 #include "engine/fleet.h"
 #include "process/output_processor.h"
@@ -66,6 +67,8 @@ class OutputGenerator {
   std::vector<engine::ReplicaStats> ReplicaStats() const;
   // The fleets' replica health events since the last call (engine/fleet.h), oldest first per fleet; thread-safe.
   std::vector<engine::FleetEvent> TakeReplicaEvents();
+  // The admission controller of the first engine paced by one (a hosted API); nullptr when none is.
+  std::shared_ptr<const engine::AdmissionController> Admission() const;
   void Shutdown();
 
  private:

@@ -59,6 +59,9 @@ std::string TimelineEntry::ToJsonLine() const {
     if (gpu) v.Set("gpu", Rounded(*gpu, 1));
     if (cpu) v.Set("cpu", Rounded(*cpu, 1));
     if (in_flight) v.Set("in_flight", *in_flight);
+    if (window) v.Set("window", *window);
+    if (rpm_limit) v.Set("rpm_limit", Rounded(*rpm_limit, 1));
+    if (tpm_limit) v.Set("tpm_limit", Rounded(*tpm_limit, 1));
   }
   if (host) v.Set("host", *host);
   if (pid) v.Set("pid", *pid);
@@ -95,6 +98,9 @@ std::optional<TimelineEntry> TimelineEntry::FromJsonLine(std::string_view line) 
   e.gpu = GetD(*v, "gpu");
   e.cpu = GetD(*v, "cpu");
   e.in_flight = GetI(*v, "in_flight");
+  e.window = GetI(*v, "window");
+  e.rpm_limit = GetD(*v, "rpm_limit");
+  e.tpm_limit = GetD(*v, "tpm_limit");
   e.host = GetS(*v, "host");
   e.pid = GetI(*v, "pid");
   e.slurm_job_id = GetS(*v, "slurm_job_id");

@@ -261,6 +261,50 @@ std::string SkewSection(const RunReport& run) {
   return s + "</tbody></table></section>";
 }
 
+// Hosted APIs: what the run cost (per successful shard, status.json's cost_usd, and the run's total_cost_usd) and,
+// over time, the admission window and the rate limits in force (timeline.jsonl). Empty without a hosted API.
+std::string HostedSection(const RunReport& run, double t0, double t1, bool have_time) {
+  std::vector<std::pair<int64_t, double>> costs;
+  for (const auto& sh : run.shards)
+    if (sh.stats && sh.stats->cost_usd) costs.emplace_back(sh.shard_id, *sh.stats->cost_usd);
+  bool window = false, rpm = false, tpm = false;
+  for (const auto& sh : run.shards)
+    for (const auto& e : sh.timeline)
+      window |= e.window.has_value(), rpm |= e.rpm_limit.has_value(), tpm |= e.tpm_limit.has_value();
+  if (costs.empty() && !window && !rpm && !tpm) return "";
+  std::string s = "<section id=\"hosted\"><h2>Hosted API: cost and admission</h2>";
+  if (!costs.empty()) {
+    s += "<p class=\"note\">At the prices of <code>endpoint.pricing</code> or the built-in table; successful "
+         "shards.</p><table class=\"grid cost\"><thead><tr><th>shard</th><th>cost (USD)</th></tr></thead><tbody>";
+    for (auto [id, c] : costs)
+      s += "<tr><td>shard " + std::to_string(id) + "</td><td class=\"val\">" + FormatDouble(RoundTo(c, 6)) +
+           "</td></tr>";
+    const Value* total = run.aggregate.is_object() ? run.aggregate.Find("total_cost_usd") : nullptr;
+    s += "<tr><td><b>total</b></td><td class=\"val\" data-key=\"total_cost_usd\">" + HtmlEscape(ValueText(total)) +
+         "</td></tr></tbody></table>";
+  }
+  if (have_time && (window || rpm || tpm)) {
+    s += "<p class=\"note\">Sampled into <code>timeline.jsonl</code>: the limits each shard's admission "
+         "controller held in force (configured, or learned from the provider's headers).</p>";
+    auto chart = [&](const char* title, const SampleValue& v, const char* unit) {
+      s += std::string("<h3>") + title + "</h3>" + SeriesLineChart(run, t0, t1, v, 1, unit, title);
+    };
+    if (window)
+      chart(
+          "concurrency window",
+          [](const TimelineEntry& e) { return e.window ? std::optional<double>(*e.window) : std::nullopt; },
+          "requests");
+    if (rpm)
+      chart(
+          "requests/minute limit in force", [](const TimelineEntry& e) { return e.rpm_limit; }, "/min");
+    if (tpm)
+      chart(
+          "tokens/minute limit in force", [](const TimelineEntry& e) { return e.tpm_limit; }, "/min");
+    s += ShardLegend(run);
+  }
+  return s + "</section>";
+}
+
 struct MetricInfo {
   const char* unit;
   const char* formula;
@@ -293,6 +337,7 @@ const std::map<std::string, MetricInfo>& Metrics() {
       {"total_tokens_per_sec", {"tok/s", "total_output_tokens / sum_inference_runtime_seconds"}},
       {"mean_cpu_util_pct",
        {"% of a core", "\xCE\xA3 (cpu_util_mean \xC3\x97 rows_processed) / \xCE\xA3 rows_processed"}},
+      {"total_cost_usd", {"USD", "\xCE\xA3 cost_usd of the successful shards (hosted API prices)"}},
       {"total_failed_rows", {"rows", "\xCE\xA3 failed_rows of the successful shards (errors.jsonl)"}},
   };
   return *m;
@@ -426,6 +471,7 @@ std::string RenderHtmlReport(const RunReport& run, const std::vector<Advice>& ad
     h += "<section id=\"timeline\"><h2>Shard timeline</h2><p class=\"note\">No attempt recorded yet.</p></section>";
   }
   h += PerShardBars(run);
+  h += HostedSection(run, t0, t1, have_time);
   h += SkewSection(run);
   h += MetricsSection(run);
   h += "<p class=\"note\">Made by <code>mmirage stats --html</code> from the state directory (status.json, "

@@ -233,10 +233,16 @@ std::string StackedChart(const RunReport& run, const Binned& b, const std::vecto
 
 std::string LineChart(const RunReport& run, double t0, double t1, bool gpu, double ymax_floor, const std::string& unit,
                       const std::string& label) {
+  return SeriesLineChart(
+      run, t0, t1, [gpu](const TimelineEntry& e) { return gpu ? e.gpu : e.cpu; }, ymax_floor, unit, label);
+}
+
+std::string SeriesLineChart(const RunReport& run, double t0, double t1, const SampleValue& value, double ymax_floor,
+                            const std::string& unit, const std::string& label) {
   double peak = ymax_floor;
   for (const auto& sh : run.shards)
     for (const auto& e : sh.timeline) {
-      auto v = gpu ? e.gpu : e.cpu;
+      auto v = value(e);
       if (e.is_sample() && v) peak = std::max(peak, *v);
     }
   Frame f;
@@ -254,7 +260,7 @@ std::string LineChart(const RunReport& run, double t0, double t1, bool gpu, doub
     double sum = 0, mn = 1e300, mx = 0;
     int n = 0;
     for (const auto& e : sh.timeline) {
-      auto v = gpu ? e.gpu : e.cpu;
+      auto v = value(e);
       if (!e.is_sample() || !v) continue;
       double b = std::floor((e.t - t0) / width);
       size_t i = static_cast<size_t>(std::clamp(b, 0.0, static_cast<double>(nbins - 1)));

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,5 +55,9 @@ std::string StackedChart(const RunReport& run, const Binned& b, const std::vecto
 // 3 sample periods breaks the line. The y axis reaches at least ymax_floor.
 std::string LineChart(const RunReport& run, double t0, double t1, bool gpu, double ymax_floor, const std::string& unit,
                       const std::string& label);
+// The same for any value of the samples (nullopt: no value in that sample).
+using SampleValue = std::function<std::optional<double>(const TimelineEntry&)>;
+std::string SeriesLineChart(const RunReport& run, double t0, double t1, const SampleValue& value, double ymax_floor,
+                            const std::string& unit, const std::string& label);
 
 }  // namespace mmirage::report_svg

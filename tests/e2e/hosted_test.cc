@@ -69,9 +69,10 @@ std::string HostedConfig(const TempDir& d, const std::string& endpoint) {
 
 // Runs `rows` rows in `shards` shards (more than one: as many local workers at once); checks every row is
 // written, the 429 share and the time against the limit-bound minimum (slack for the workers' start when sharded).
+// `own_rows`: data.jsonl is already written.
 void RunAndCheck(const TempDir& d, const Hosted& h, int rows, double rpm, double tpm, const std::string& endpoint,
-                 const std::string& expect_log = "", int shards = 1) {
-  WriteRows(d, rows);
+                 const std::string& expect_log = "", int shards = 1, bool own_rows = false) {
+  if (!own_rows) WriteRows(d, rows);
   std::string cfg = HostedConfig(d, endpoint);
   if (shards > 1) {
     std::string n = std::to_string(shards);
@@ -116,18 +117,35 @@ TEST(HostedE2eTest, ConfiguredLimitsRunNearTheMinimumWithoutA429Storm) {
               Endpoint(h.port, "      max_concurrency: 64\n      rate_limits: {requests_per_minute: 40000}\n"));
 }
 
-// Two local workers run the two shards at once against one account: they split the configured limits, so
-// together they stay under the provider's limit and still finish near the limit-bound minimum (a little slack
+// Two local workers run the two shards at once against one account: they draw from one budget on this machine,
+// so together they stay under the provider's limit and still finish near the limit-bound minimum (a little slack
 // for the second worker starting after the first).
-TEST(HostedE2eTest, LocalWorkersSplitTheLimitsAndTogetherStayUnderThem) {
+TEST(HostedE2eTest, LocalWorkersShareOneBudgetAndTogetherStayUnderIt) {
   TempDir d;
   Hosted h = StartHosted(d, {"--rpm", "40000", "--tpm", "100000000"});
   RunAndCheck(d, h, 2000, 40000, 1e8,
               Endpoint(h.port, "      max_concurrency: 64\n      rate_limits: {requests_per_minute: 40000}\n"),
-              "2 shards run at once and split the requests limit: this one uses 20000 of 40000", 2);
+              "2 shards run at once on this machine and share one rate-limit budget", 2);
 }
 
-// Cost: a configured price gives status.json's cost_usd and `mmirage stats`'s total.
+// One shard has far less work (short rows) than the other: once it is done, the other uses the whole
+// tokens/minute limit. With the limit split statically, shard 0 (about 9/10 of the tokens at half the limit)
+// would take about 1.8x the limit-bound minimum; one shared budget finishes within 1.25x, with <= 1 % 429s.
+TEST(HostedE2eTest, AShardThatFinishesEarlyLeavesItsPartOfTheLimitToTheOthers) {
+  TempDir d;
+  Hosted h = StartHosted(d, {"--rpm", "1000000", "--tpm", "1000000"});
+  std::string rows;
+  const std::string long_text(800, 'w');
+  for (int i = 0; i < 400; ++i)  // shard 0: rows 0-199, ~220 tokens each; shard 1: rows 200-399, ~20 each
+    rows += "{\"id\":" + std::to_string(i) + ",\"text\":\"" + (i < 200 ? long_text : "short") + " " +
+            std::to_string(i) + "\"}\n";  // distinct prompts: none is answered from the generation cache
+  WriteFile(d.Path("data.jsonl"), rows);
+  RunAndCheck(d, h, 400, 1e6, 1e6,
+              Endpoint(h.port, "      max_concurrency: 64\n      rate_limits: {tokens_per_minute: 1000000}\n"),
+              "share one rate-limit budget", 2, true);
+}
+
+// Cost: a configured price gives status.json's cost_usd, `mmirage stats`'s total and the HTML report's cost.
 TEST(HostedE2eTest, CostFromConfiguredPricesIsInStatsAndMmirageStats) {
   TempDir d;
   Hosted h = StartHosted(d, {"--rpm", "60000", "--tpm", "100000000"});
@@ -152,17 +170,31 @@ TEST(HostedE2eTest, CostFromConfiguredPricesIsInStatsAndMmirageStats) {
   auto table = Mm("", "stats --config cfg.yaml --format table", d.path());
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("Cost (hosted API prices)"), std::string::npos) << table.out;
+  // The timeline's last sample holds the admission window and the limit learned from the headers; the HTML report
+  // shows the cost and both over time.
+  auto timeline = ReadLines(d.Path("state/shard_0/timeline.jsonl"));
+  std::string last_sample;
+  for (const auto& l : timeline)
+    if (l.find("\"event\"") == std::string::npos) last_sample = l;
+  EXPECT_NE(last_sample.find("\"window\":64"), std::string::npos) << last_sample;
+  EXPECT_NE(last_sample.find("\"rpm_limit\":60000"), std::string::npos) << last_sample;
+  auto html = Mm("", "stats --config cfg.yaml --html report.html", d.path());
+  ASSERT_EQ(html.exit_code, 0) << html.err;
+  std::string page = ReadFile(d.Path("report.html"));
+  EXPECT_NE(page.find("id=\"hosted\""), std::string::npos);
+  EXPECT_NE(page.find("data-key=\"total_cost_usd\">"), std::string::npos);
+  EXPECT_NE(page.find("requests/minute limit in force"), std::string::npos);
 }
 
-// `mmirage estimate` prices an online engine from the built-in table (no pricing given) and, redirected to another
-// OpenAI-compatible endpoint, still samples an Anthropic config.
+// `mmirage estimate` prices an online engine from the built-in table (no pricing given), shows the batch API's
+// discount beside it and, redirected to another OpenAI-compatible endpoint, still samples an Anthropic config.
 TEST(HostedE2eTest, EstimateShowsTheCostOfAHostedModel) {
   TempDir d;
   Hosted h = StartHosted(d, {"--rpm", "60000", "--tpm", "100000000"});
   WriteRows(d, 30);
   WriteFile(d.Path("cfg.yaml"), HostedConfig(d,
                                              "    backend: anthropic\n"
-                                             "    endpoint: {base_url: \"https://api.anthropic.invalid/v1\", "
+                                             "    endpoint: {base_url: \"https://api.anthropic.com/v1\", "
                                              "model: claude-sonnet-4-5}\n"));
   std::string via = "http://127.0.0.1:" + std::to_string(h.port) + "/v1";
   auto e = Mm("", "estimate --config cfg.yaml --sample 5 --format json --generate-via " + via, d.path());
@@ -173,6 +205,14 @@ TEST(HostedE2eTest, EstimateShowsTheCostOfAHostedModel) {
   ASSERT_TRUE(cost != nullptr && cost->is_object()) << e.out;
   EXPECT_GT(cost->Find("estimate")->as_number(), 0) << e.out;
   EXPECT_GT(ProviderStats(h.port).Find("ok")->as_int(), 0);  // the sample ran on the redirected endpoint
+  // Anthropic has a batch API at half the price: its cost is shown beside the online one.
+  const Value* batch = v->Find("batch_cost_usd");
+  ASSERT_TRUE(batch != nullptr && batch->is_object()) << e.out;
+  EXPECT_NEAR(batch->Find("estimate")->as_number(), cost->Find("estimate")->as_number() / 2, 0.011) << e.out;
+  EXPECT_EQ(v->Find("batch_api")->as_string(), "Anthropic Message Batches");
+  auto table = Mm("", "estimate --config cfg.yaml --sample 5 --generate-via " + via, d.path());
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("with the Anthropic Message Batches)"), std::string::npos) << table.out;
 }
 
 // execution_params.max_cost_usd: each run stops starting rows before the budget, commits and exits non-zero saying
@@ -198,6 +238,42 @@ TEST(HostedE2eTest, CostBudgetStopsResumablyAndResumesToIdenticalOutput) {
   auto got = ReadLines(budget.Path("out/shard_0/data.jsonl"));
   EXPECT_EQ(got.size(), 60u);
   EXPECT_EQ(got, ReadLines(clean.Path("out/shard_0/data.jsonl")));
+}
+
+// With two local workers, max_cost_usd is the run's budget, not each shard's: every `mmirage run` spends at most
+// about the budget in all (not twice it), stops with a non-zero exit saying so, and running again continues to the
+// output of a run without a budget.
+TEST(HostedE2eTest, TheCostBudgetIsTheRunsAcrossLocalWorkers) {
+  TempDir budget, clean;
+  Hosted h = StartHosted(budget, {"--rpm", "60000", "--tpm", "100000000"});
+  std::string cfg =
+      HostedConfig(budget, Endpoint(h.port, "      pricing: {input_per_million: 1000, output_per_million: 1000}\n"));
+  cfg = std::regex_replace(cfg, std::regex("  state_dir: state\n"), "  state_dir: state\n  num_shards: 2\n");
+  WriteRows(budget, 60);
+  WriteRows(clean, 60);
+  WriteFile(budget.Path("cfg.yaml"), cfg + "execution_params: {retry: true, local_workers: 2, max_cost_usd: 0.5}\n");
+  WriteFile(clean.Path("cfg.yaml"), cfg + "execution_params: {retry: true, local_workers: 2}\n");
+  double tokens_before = 0;
+  int runs = 0;
+  for (int exit_code = 1; exit_code != 0 && runs < 10; ++runs) {
+    auto r = Mm("", "run --config cfg.yaml", budget.path());
+    exit_code = r.exit_code;
+    double tokens = ProviderStats(h.port).Find("tokens")->as_number();
+    double spent = (tokens - tokens_before) * 1000 / 1e6;  // $1000 per million tokens, in and out
+    tokens_before = tokens;
+    EXPECT_LE(spent, 0.5 * 1.15) << "run " << runs << " spent $" << spent << " of a $0.5 budget\n" << r.err;
+    if (exit_code != 0) {
+      EXPECT_NE(r.err.find("execution_params.max_cost_usd (0.5) reached: the shards spent $"), std::string::npos)
+          << r.err;
+    }
+  }
+  EXPECT_GE(runs, 3) << "each run spends at most $0.5 of the ~$1.7 the 60 rows cost";
+  ASSERT_EQ(Mm("", "run --config cfg.yaml", clean.path()).exit_code, 0);
+  for (const char* shard : {"out/shard_0/data.jsonl", "out/shard_1/data.jsonl"}) {
+    auto got = ReadLines(budget.Path(shard));
+    EXPECT_EQ(got.size(), 30u);
+    EXPECT_EQ(got, ReadLines(clean.Path(shard)));
+  }
 }
 
 TEST(HostedE2eTest, UnknownLimitsAreLearnedFromTheHeaders) {

@@ -12,6 +12,8 @@
 #include "process/llm/mmproj.h"
 #include "process/llm/model_ref.h"
 #include "util/env.h"
+#include "util/fnv.h"
+#include "util/hex.h"
 #include "util/log.h"
 #include "util/net.h"
 #include "util/process/process_info.h"
@@ -228,6 +230,8 @@ Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Process
                                      "': expected a whole number >= 1");
     o.rate_limit_shares = static_cast<int>(n);
   }
+  if (std::optional<std::string> dir = lookup(kSharedBudgetDirVar); dir && !dir->empty())
+    o.shared_budget_path = *dir + "/ratelimit_" + Hex64(Fnv1a64(o.model, Fnv1a64(o.base_url + "\n")));
   o.timeout_seconds = ep.timeout_seconds;
   o.max_retries = static_cast<int>(ep.max_retries);
   o.down_timeout_seconds = ep.down_timeout_seconds;

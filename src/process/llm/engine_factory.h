@@ -29,12 +29,17 @@ EngineFactory DefaultEngineFactory(EngineFactoryOptions options = {});
 // The environment variable with which an executor tells each shard how many shards run at once.
 inline constexpr char kRateLimitSharesVar[] = "MMIRAGE_RATE_LIMIT_SHARES";
 
+// The environment variable with which the local executor names the directory where the shards it runs at once on
+// this machine keep their shared budgets (util/shared_counters.h): one file per endpoint and model.
+inline constexpr char kSharedBudgetDirVar[] = "MMIRAGE_SHARED_BUDGET_DIR";
+
 // endpoint → OpenAI engine options: base_url, mode, timeout_seconds, max_retries, down_timeout_seconds, model;
 // max_concurrency from endpoint.max_concurrency, else extra_engine_args.max_running_requests, else 64 (`auto`:
 // adaptive, at most max_running_requests, else 256); rate_limits as given (absent: learned); the API key
 // from the variable named by api_key_env, read once here. Managed backends may omit `endpoint` (base_url is then
 // filled in by the server); num_gpus = tp_size for sglang/vllm, 0 otherwise.
-// rate_limit_shares from the variable kRateLimitSharesVar (the shards that run at once and split the limits).
+// rate_limit_shares from the variable kRateLimitSharesVar (the shards that run at once and split the limits);
+// shared_budget_path from kSharedBudgetDirVar: <dir>/ratelimit_<hash of base_url and model>.
 // Errors: kInvalidArgument when api_key_env names an unset variable, backend openai has no endpoint, or
 // kRateLimitSharesVar is not a whole number >= 1.
 Result<engine::OpenAiEngineOptions> MapOpenAiEngineOptions(const config::Processor& processor,

@@ -2,6 +2,8 @@
 // way to state any other price (or a negotiated one).
 #include "process/llm/pricing.h"
 
+#include <cstring>
+
 #include <algorithm>
 
 namespace mmirage::process::llm {
@@ -27,6 +29,21 @@ constexpr Entry kTable[] = {
 };
 
 }  // namespace
+
+std::optional<BatchApiDiscount> BatchApiDiscountFor(const config::Processor& p) {
+  if (!p.llm.endpoint) return std::nullopt;
+  const std::string& url = p.llm.endpoint->base_url;
+  auto on = [&](const char* host) {  // exactly that host, any scheme, port and path
+    size_t at = url.find("://");
+    size_t begin = at == std::string::npos ? 0 : at + 3, n = std::strlen(host);
+    if (url.compare(begin, n, host) != 0) return false;
+    return begin + n == url.size() || url[begin + n] == '/' || url[begin + n] == ':';
+  };
+  if (p.llm.backend == "openai" && on("api.openai.com")) return BatchApiDiscount{"OpenAI Batch API", 0.5};
+  if (p.llm.backend == "anthropic" && on("api.anthropic.com"))
+    return BatchApiDiscount{"Anthropic Message Batches", 0.5};
+  return std::nullopt;
+}
 
 std::optional<config::EndpointConfig::Pricing> PricingFor(const config::Processor& p) {
   if (p.type != "llm" || (p.llm.backend != "openai" && p.llm.backend != "anthropic") || !p.llm.endpoint)

@@ -20,4 +20,13 @@ std::optional<config::EndpointConfig::Pricing> PricingFor(const config::Processo
 double CostUsd(const config::EndpointConfig::Pricing& pricing, int64_t input_tokens, int64_t cached_input_tokens,
                int64_t output_tokens);
 
+// A provider's batch API and its discount on the online price, shown beside an online estimate: OpenAI's Batch API
+// (backend openai on api.openai.com) and Anthropic's Message Batches (backend anthropic on api.anthropic.com), both
+// 50 % off. nullopt for other endpoints (a compatible provider's batch offer is not known here).
+struct BatchApiDiscount {
+  std::string name;  // e.g. "OpenAI Batch API"
+  double fraction_off = 0;
+};
+std::optional<BatchApiDiscount> BatchApiDiscountFor(const config::Processor& processor);
+
 }  // namespace mmirage::process::llm

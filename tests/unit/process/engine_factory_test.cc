@@ -85,6 +85,19 @@ TEST(EngineFactoryTest, TheShardsThatRunAtOnceSplitTheRateLimits) {
   }
 }
 
+TEST(EngineFactoryTest, LocalWorkersShareOneBudgetFilePerEndpointAndModel) {
+  config::Processor p = Llm("openai");
+  p.llm.endpoint = config::EndpointConfig{};
+  p.llm.endpoint->base_url = "http://h/v1";
+  p.llm.endpoint->model = "m1";
+  EXPECT_EQ(MapOpenAiEngineOptions(p, Vars({}))->shared_budget_path, "");
+  std::string a = MapOpenAiEngineOptions(p, Vars({{kSharedBudgetDirVar, "/run/x"}}))->shared_budget_path;
+  EXPECT_EQ(a.rfind("/run/x/ratelimit_", 0), 0u) << a;
+  EXPECT_EQ(MapOpenAiEngineOptions(p, Vars({{kSharedBudgetDirVar, "/run/x"}}))->shared_budget_path, a);
+  p.llm.endpoint->model = "m2";  // another model has its own limits
+  EXPECT_NE(MapOpenAiEngineOptions(p, Vars({{kSharedBudgetDirVar, "/run/x"}}))->shared_budget_path, a);
+}
+
 TEST(EngineFactoryTest, OpenAiBackendNeedsAnEndpoint) {
   EXPECT_TRUE(MapOpenAiEngineOptions(Llm("openai"), Vars({})).status().IsInvalidArgument());
   EXPECT_TRUE(MapOpenAiEngineOptions(Llm("llama-server"), Vars({})).ok());  // managed: filled in at start

@@ -32,6 +32,24 @@ TEST(PricingTest, BuiltInTableMatchesTheLongestPrefix) {
   EXPECT_FALSE(PricingFor(Hosted("sglang", "gpt-4o")).has_value());  // a server of our own costs no tokens
 }
 
+TEST(PricingTest, OpenAiAndAnthropicHaveABatchApiAtHalfPrice) {
+  auto on = [](const std::string& backend, const std::string& url) {
+    config::Processor p = Hosted(backend, "m");
+    p.llm.endpoint->base_url = url;
+    return BatchApiDiscountFor(p);
+  };
+  auto openai = on("openai", "https://api.openai.com/v1");
+  ASSERT_TRUE(openai.has_value());
+  EXPECT_EQ(openai->name, "OpenAI Batch API");
+  EXPECT_DOUBLE_EQ(openai->fraction_off, 0.5);
+  auto anthropic = on("anthropic", "https://api.anthropic.com/v1");
+  ASSERT_TRUE(anthropic.has_value());
+  EXPECT_DOUBLE_EQ(anthropic->fraction_off, 0.5);
+  EXPECT_FALSE(on("openai", "https://api.together.xyz/v1").has_value());  // its batch offer is not known here
+  EXPECT_FALSE(on("openai", "https://api.openai.com.example/v1").has_value());
+  EXPECT_FALSE(on("sglang", "https://api.openai.com/v1").has_value());
+}
+
 TEST(PricingTest, ConfiguredPricingWins) {
   config::Processor p = Hosted("openai", "gpt-4o");
   config::EndpointConfig::Pricing mine;

@@ -77,6 +77,21 @@ TEST(TimelineTest, ReplicaEventsRoundTrip) {
   EXPECT_FALSE(TimelineEntry::FromJsonLine(Sample(1, 2, 3).ToJsonLine())->change.has_value());
 }
 
+TEST(TimelineTest, AdmissionSamplesRoundTrip) {
+  TimelineEntry e = Sample(1700000000, 5, 50, 1);
+  e.window = 12;
+  e.rpm_limit = 600;
+  e.tpm_limit = 40000.04;
+  std::string line = e.ToJsonLine();
+  EXPECT_NE(line.find("\"window\":12,\"rpm_limit\":600.0,\"tpm_limit\":40000.0}"), std::string::npos) << line;
+  auto back = TimelineEntry::FromJsonLine(line);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->window, 12);
+  EXPECT_EQ(back->rpm_limit, 600);
+  EXPECT_DOUBLE_EQ(*back->tpm_limit, 40000);
+  EXPECT_FALSE(TimelineEntry::FromJsonLine(Sample(1, 1, 1, 1).ToJsonLine())->window.has_value());
+}
+
 TEST(TimelineTest, WriterComputesIntervalRatesAndExcludesResumedRows) {
   testing::TempDir d;
   Env* env = Env::Default();

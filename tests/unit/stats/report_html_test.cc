@@ -143,6 +143,41 @@ TEST(ReportHtmlTest, ReplicaEventsAreMarkedOnTheirShardsLane) {
   EXPECT_TRUE(report_svg::ReplicaMarks(r.shards[0].timeline, f, 8, 30).empty());
 }
 
+TEST(ReportHtmlTest, HostedRunsShowCostPerShardAndTotalAndTheAdmissionOverTime) {
+  RunReport plain = TwoShards();
+  EXPECT_EQ(RenderHtmlReport(plain, {}).find("id=\"hosted\""), std::string::npos);  // no hosted API: no section
+  RunReport r = TwoShards();
+  std::vector<ShardStatsInput> in;
+  for (auto& s : r.shards) {
+    s.stats->cost_usd = 0.25 + static_cast<double>(s.shard_id);
+    for (auto& e : s.timeline) {
+      if (!e.is_sample()) continue;
+      e.window = 8 + s.shard_id;
+      e.rpm_limit = 600;
+    }
+    ShardStatsInput i;
+    i.shard_id = s.shard_id;
+    i.status = ShardStatus::kSuccess;
+    i.stats = s.stats;
+    i.started_at_seconds = 1000;
+    i.finished_at_seconds = 1081;
+    in.push_back(i);
+  }
+  r.aggregate = AggregateStats(in, 2);
+  std::string h = RenderHtmlReport(r, {});
+  size_t at = h.find("id=\"hosted\"");
+  ASSERT_NE(at, std::string::npos);
+  std::string sec = h.substr(at, h.find("</section>", at) - at);
+  EXPECT_NE(sec.find("<td>shard 0</td><td class=\"val\">0.25</td>"), std::string::npos) << sec;
+  EXPECT_NE(sec.find("<td>shard 1</td><td class=\"val\">1.25</td>"), std::string::npos) << sec;
+  EXPECT_NE(sec.find("data-key=\"total_cost_usd\">1.5<"), std::string::npos) << sec;
+  EXPECT_NE(sec.find("concurrency window"), std::string::npos);
+  EXPECT_NE(sec.find("requests/minute limit in force"), std::string::npos);
+  EXPECT_EQ(sec.find("tokens/minute limit in force"), std::string::npos);  // never known: no chart
+  EXPECT_EQ(Count(sec, "<path class=\"line\""), 4u);                       // 2 charts x 2 shards
+  EXPECT_EQ(Count(h, "<svg"), Count(h, "</svg>"));
+}
+
 TEST(ReportHtmlTest, EmptyAndOddRunsRenderWithoutCrashing) {
   RunReport empty;
   empty.aggregate = AggregateStats({}, 0);
