@@ -23,12 +23,10 @@ def _die_with_parent():
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def run_shard(binary, config, cwd, shard_id, stats, shares):
+def run_shard(binary, config, cwd, shard_id, stats):
     env = dict(os.environ)
     if stats:
         env["MMIRAGE_COLLECT_STATS"] = "1"
-    if shares > 1:  # the tasks that run at once split rate limits and max_cost_usd (they may be on other nodes)
-        env["MMIRAGE_RATE_LIMIT_SHARES"] = str(shares)
     argv = [binary, "run", "--config", config, "--shard-id", str(shard_id), "--progress", "log"]
     proc = subprocess.Popen(argv, cwd=cwd, env=env, preexec_fn=_die_with_parent)
     return shard_id, proc.wait()
@@ -53,11 +51,10 @@ def main():
     task = ray.remote(run_shard).options(**options)
     pending = [int(s) for s in a.shards.split(",") if s]
     limit = a.max_parallel if a.max_parallel > 0 else len(pending)
-    shares = min(limit, len(pending))
     running, failed = [], 0
     while pending or running:
         while pending and len(running) < limit:
-            running.append(task.remote(a.mmirage_bin, a.config, a.cwd, pending.pop(0), a.stats, shares))
+            running.append(task.remote(a.mmirage_bin, a.config, a.cwd, pending.pop(0), a.stats))
         done, running = ray.wait(running, num_returns=1)
         for ref in done:
             try:
