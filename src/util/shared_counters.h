@@ -3,9 +3,10 @@
 // lock dies with its process, so a shard killed with -9 never leaves the map locked. Not for network file systems
 // (flock there is not reliable across machines): multi-node executors split their budgets statically instead.
 //
-// The file holds one "name value" line per entry (values as %.17g, so microsecond clocks round-trip), rewritten in
-// place under the lock (readers hold it too, so none sees half an update). A file that cannot be parsed (a process
-// killed in the middle of its write) reads as empty (logged once).
+// The file holds one "name value" line per entry (values as %.17g, so microsecond clocks round-trip) and an end line
+// with their checksum, rewritten in place under the lock (readers hold it too, so none sees half an update). Bytes
+// after the end line are ignored; a file without a valid end line (a process killed in the middle of its write)
+// reads as empty (logged once).
 // Thread-safety: Update may be called from any thread; updates from threads and processes are serialised by the
 // file lock (a busy lock is retried every 100 µs for up to 5 s). Errors: kIOError naming the file; kUnavailable
 // when the lock stays busy.

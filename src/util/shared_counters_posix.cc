@@ -10,8 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 
+#include "util/fnv.h"
+#include "util/hex.h"
 #include "util/log.h"
 #include "util/shared_counters.h"
 
@@ -21,20 +22,28 @@ namespace {
 constexpr useconds_t kRetryMicros = 100;
 constexpr int kMaxTries = 50000;  // × 100 µs: 5 s
 
+// The map's lines, then "end <FNV-1a 64 of the lines, hex>". Anything after the end line is ignored: a process
+// killed between its write and its truncate leaves the tail of a longer earlier content there. false when no valid
+// end line follows well-formed lines (a torn or foreign file).
 bool Parse(const std::string& text, SharedCounters::Map* m) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
+  if (text.empty()) return true;
+  SharedCounters::Map parsed;
+  for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
+    std::string line = text.substr(at, nl - at);
+    if (line.rfind("end ", 0) == 0) {
+      if (line.substr(4) != Hex64(Fnv1a64(std::string_view(text).substr(0, at)))) return false;
+      *m = std::move(parsed);
+      return true;
+    }
     size_t sp = line.find(' ');
     if (sp == std::string::npos || sp == 0) return false;
     const char* v = line.c_str() + sp + 1;
     char* end = nullptr;
     double d = std::strtod(v, &end);
     if (end == v || *end != '\0') return false;
-    (*m)[line.substr(0, sp)] = d;
+    parsed[line.substr(0, sp)] = d;
   }
-  return true;
+  return false;
 }
 
 std::string Format(const SharedCounters::Map& m) {
@@ -44,7 +53,7 @@ std::string Format(const SharedCounters::Map& m) {
     std::snprintf(buf, sizeof(buf), "%.17g", v);
     s += k + " " + buf + "\n";
   }
-  return s;
+  return s + "end " + Hex64(Fnv1a64(s)) + "\n";
 }
 
 Status Errno(const std::string& path, const char* what) {

@@ -40,7 +40,34 @@ TEST(SharedCountersTest, AnUnreadableFileStartsAfresh) {
                  (*m)["requests.level"] = 3;
                }).ok());
   EXPECT_TRUE(seen.empty());
-  EXPECT_EQ(testing::ReadFile(d.Path("budget")), "requests.level 3\n");
+  std::string text = testing::ReadFile(d.Path("budget"));
+  EXPECT_EQ(text.rfind("requests.level 3\nend ", 0), 0u) << text;
+}
+
+// A process killed after writing a shorter map but before truncating the file leaves the old tail behind the end
+// line; a write cut short leaves no valid end line. Neither is read as numbers.
+TEST(SharedCountersTest, ATornWriteIsNeverReadAsNumbers) {
+  TempDir d;
+  auto a = NewFileSharedCounters(d.Path("budget"));
+  ASSERT_TRUE(a->Update([](SharedCounters::Map* m) {
+                 (*m)["cost.spent"] = 2;
+                 (*m)["cost.zreserved"] = 123456;
+               }).ok());
+  std::string longer = testing::ReadFile(d.Path("budget"));
+  ASSERT_TRUE(a->Update([](SharedCounters::Map* m) { m->erase("cost.zreserved"); }).ok());
+  std::string shorter = testing::ReadFile(d.Path("budget"));
+  ASSERT_LT(shorter.size(), longer.size());
+  testing::WriteFile(d.Path("budget"), shorter + longer.substr(shorter.size()));  // not truncated
+  SharedCounters::Map seen;
+  ASSERT_TRUE(a->Update([&](SharedCounters::Map* m) { seen = *m; }).ok());
+  EXPECT_EQ(seen, (SharedCounters::Map{{"cost.spent", 2}}));
+  // Cut in the middle of the end line, and a value changed under an intact end line: unreadable, so afresh.
+  for (std::string torn : {shorter.substr(0, shorter.size() - 5), "cost.spent 3" + shorter.substr(12)}) {
+    testing::WriteFile(d.Path("budget"), torn);
+    seen = {{"x", 1}};
+    ASSERT_TRUE(a->Update([&](SharedCounters::Map* m) { seen = *m; }).ok());
+    EXPECT_TRUE(seen.empty()) << torn;
+  }
 }
 
 TEST(SharedCountersTest, AMissingDirectoryIsAnError) {
