@@ -77,6 +77,9 @@ struct Completion {
   // Set when finish == kError. kInvalidArgument means the request can never succeed as sent (prompt longer
   // than the context, an unusable JSON schema) and is not worth retrying; other codes may succeed on retry.
   Status error;
+  // Set with an error when the server refused the connection or the connection broke: the server's fault (or
+  // gone), never the request's content. A timeout is not one (a long request may time out on any server).
+  bool transport_failure = false;
 };
 
 using CompletionCallback = std::function<void(Completion)>;

@@ -395,6 +395,9 @@ void Fleet::OnFailure(uint64_t id, int replica, Completion c, Actions* out) {
       if (same_msg(f) && reps_[f.replica].generation == f.generation) reps_[f.replica].failed_at_us = 0;
     fs.erase(std::remove_if(fs.begin(), fs.end(), same_msg), fs.end());
     p.bad.push_back(msg);  // the same failure on two replicas: the request's own
+  } else if (c.transport_failure) {
+    r.failed_at_us = opt_.env->MonotonicMicros();
+    Blame(replica, r.generation, out);  // refused or broken: the replica's fault whatever the request
   } else {
     r.failed_at_us = opt_.env->MonotonicMicros();
     auto again = std::find_if(fs.begin(), fs.end(), same_rep);

@@ -9,12 +9,13 @@
 //
 // Failover: a request failing with a retryable error (any code but kInvalidArgument) is re-issued at once to
 // another healthy replica (at most max_attempts replicas per request, then the error is the answer). A replica
-// with fail_threshold consecutive retryable failures is taken out (a request that fails the same way on two
-// replicas is at fault itself: that failure counts against neither): every request in flight on it is re-issued to
-// the others at once, and, when it has a restart function, it is restarted after a backoff (restart_backoff_seconds
-// doubled per restart, at most max_restarts times); a restarted replica takes requests again. An external replica
-// (a server the fleet did not start) is re-admitted when its restart function succeeds (it answers again): tried
-// every probe_interval_seconds for as long as the fleet runs. While no replica is healthy
+// with fail_threshold consecutive retryable failures is taken out (a refused or broken connection counts at once;
+// another failure counts once the request is answered elsewhere or fails on that replica again, and a request that
+// fails the same way on two replicas is at fault itself: counted against neither): every request in flight on it is
+// re-issued to the others at once, and, when it has a restart function, it is restarted after a backoff
+// (restart_backoff_seconds doubled per restart, at most max_restarts times); a restarted replica takes requests
+// again. An external replica (a server the fleet did not start) is re-admitted when its restart function succeeds
+// (it answers again): tried every probe_interval_seconds for as long as the fleet runs. While no replica is healthy
 // but one is restarting, requests wait; when none is left, every waiting request fails (kUnavailable).
 // Every caller callback fires exactly once (a late answer from a replica the request has left is dropped).
 // Health changes are logged (one line each) and kept as events (TakeEvents).

@@ -105,6 +105,7 @@ class OpenAiEngine : public Engine, public AdmissionSource {
     CompletionCallback done;
     State state = State::kQueued;
     int retries = 0;
+    bool transport_failure = false;  // the last attempt's connection was refused or broke
     int64_t estimated_tokens = 0;
     AdmissionPermit permit;
   };
@@ -243,8 +244,11 @@ void OpenAiEngine::Start(const CallPtr& c) {
 
 void OpenAiEngine::OnResponse(const CallPtr& c, HttpResponse resp) {
   --in_flight_;
+  // Refused or broken: the server is gone. A timeout may be the request's own length, so it is not counted.
+  c->transport_failure = resp.transport == HttpTransport::kConnect || resp.transport == HttpTransport::kBroken;
   if (stopping_ || resp.transport == HttpTransport::kAborted) {
     ReleasePermit(c, resp, nullptr);
+    c->transport_failure = false;
     return Fail(c, Status::Unavailable("engine shut down"));
   }
   switch (resp.transport) {
@@ -345,7 +349,11 @@ void OpenAiEngine::Finish(const CallPtr& c, Completion completion) {
   done(std::move(completion));
 }
 
-void OpenAiEngine::Fail(const CallPtr& c, Status s) { Finish(c, ErrorCompletion(std::move(s))); }
+void OpenAiEngine::Fail(const CallPtr& c, Status s) {
+  Completion e = ErrorCompletion(std::move(s));
+  e.transport_failure = c->transport_failure;
+  Finish(c, std::move(e));
+}
 
 void OpenAiEngine::FailAllPending(const Status& s) {
   std::deque<CallPtr> queued;

@@ -102,6 +102,9 @@ class FleetE2eTest : public ::testing::Test {
 };
 
 TEST_F(FleetE2eTest, AReplicaKilledMidRunChangesNothingInTheOutput) {
+  // Long enough that the replica is killed while requests are in flight on it.
+  const size_t kRows = 96;
+  WriteFile(d_.Path("data.jsonl"), MakeRows(kRows));
   std::vector<std::unique_ptr<Server>> servers;
   std::string urls;
   for (int i = 0; i < 3; ++i) {
@@ -119,7 +122,7 @@ TEST_F(FleetE2eTest, AReplicaKilledMidRunChangesNothingInTheOutput) {
 
   int port1 = servers[1]->port;
   std::thread killer([&] {
-    std::this_thread::sleep_for(clean_wall / 4);
+    std::this_thread::sleep_for(clean_wall / 5);
     servers[1]->Kill();
   });
   t0 = std::chrono::steady_clock::now();
@@ -138,10 +141,10 @@ TEST_F(FleetE2eTest, AReplicaKilledMidRunChangesNothingInTheOutput) {
                                   line.find("\"change\":\"out\"") != std::string::npos);
   EXPECT_TRUE(in_timeline) << ReadFile(d_.Path("killed_state/shard_0/timeline.jsonl"));
   auto rows = ReadLines(d_.Path("clean/shard_0/data.jsonl"));
-  EXPECT_GE(rows.size(), 18u) << "most rows answer";
+  EXPECT_GE(rows.size(), kRows / 2) << "most rows answer";
   EXPECT_EQ(ReadLines(d_.Path("killed/shard_0/data.jsonl")), rows);
   EXPECT_EQ(ErrorIds(d_.Path("killed/shard_0/errors.jsonl")), ErrorIds(d_.Path("clean/shard_0/errors.jsonl")));
-  EXPECT_EQ(rows.size() + ErrorIds(d_.Path("clean/shard_0/errors.jsonl")).size(), 36u);
+  EXPECT_EQ(rows.size() + ErrorIds(d_.Path("clean/shard_0/errors.jsonl")).size(), kRows);
   // status.json: the fleet's replicas and the output tokens each generated, which add up to the shard's.
   auto st = ParseJson(ReadFile(d_.Path("killed_state/shard_0/status.json")));
   ASSERT_TRUE(st.ok());

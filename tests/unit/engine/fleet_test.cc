@@ -42,6 +42,15 @@ class ManualEngine : public Engine {
     c.completion_tokens = 2;
     h.done(c);
   }
+  // Fails the oldest held request as a refused connection does (Completion::transport_failure).
+  void RefuseOldest() {
+    ASSERT_FALSE(held.empty());
+    Held h = std::move(held.front());
+    held.erase(held.begin());
+    Completion c = Error(Status::Unavailable("cannot connect"));
+    c.transport_failure = true;
+    h.done(c);
+  }
   static Completion Error(Status s) {
     Completion c;
     c.finish = FinishReason::kError;
@@ -238,6 +247,29 @@ TEST_F(FleetTest, ADeadReplicaIsBlamedEvenForRequestsThatFailedElsewhereBefore) 
   while (!engines[2]->held.empty()) engines[2]->AnswerOldest();
   EXPECT_FALSE(fleet->Stats()[1].healthy);
   EXPECT_TRUE(fleet->Stats()[0].healthy);
+}
+
+// A refused connection is the replica's fault whatever the request: it counts at once, even for requests that then
+// fail everywhere (a dead replica among rows the model cannot answer would otherwise never be taken out).
+TEST_F(FleetTest, RefusedConnectionsCountAtOnce) {
+  FleetOptions o;
+  o.fail_threshold = 2;
+  o.quarantine_seconds = 0;
+  Make(3, o);
+  Send("a");                   // → r0
+  Send("b");                   // → r1
+  Send("c");                   // → r2
+  engines[1]->RefuseOldest();  // b moves on
+  EXPECT_TRUE(fleet->Stats()[1].healthy);
+  Send("d");  // → r1, the least loaded
+  ASSERT_EQ(engines[1]->held.size(), 1u);
+  engines[1]->RefuseOldest();
+  EXPECT_FALSE(fleet->Stats()[1].healthy) << "two refusals in a row, nothing answered yet";
+  for (int round = 0; round < 10 && answers.size() < 4; ++round)  // re-issues go to the other healthy replica
+    for (ManualEngine* e : {engines[0], engines[2]})
+      while (!e->held.empty()) e->AnswerOldest(Status::Unavailable("HTTP 500: the row's own"));
+  ASSERT_EQ(answers.size(), 4u);
+  for (const auto& [prompt, n] : answers) EXPECT_EQ(n, 1) << prompt;
 }
 
 TEST_F(FleetTest, InvalidRequestsAreAnsweredNotRetried) {
