@@ -63,8 +63,9 @@ class Env {
   // caller's business: returns kUnavailable if the file system cannot exchange.
   virtual Status ExchangeFiles(const std::string& a, const std::string& b) = 0;
   virtual Status SyncDir(const std::string& dir) = 0;
-  // Hard link `to` → the file `from`. kUnavailable when the file system cannot (other device, no hard links): the
-  // caller copies instead.
+  // `to` (which must not exist) gets the bytes of the file `from` without passing them through the process: a hard
+  // link, or on object storage a server-side copy (so later changes to one need not show in the other). kUnavailable
+  // when the file system cannot (other device, no hard links, too big to copy at once): the caller copies instead.
   virtual Status LinkFile(const std::string& from, const std::string& to) = 0;
   virtual Result<uint64_t> GetFileSize(const std::string& path) = 0;
   // Last modification time, microseconds since the epoch. Default: kUnavailable (an Env without the notion).

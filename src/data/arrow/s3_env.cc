@@ -6,10 +6,10 @@
 // and why a kill at any moment leaves at least what the last Sync uploaded). So a commit costs the bytes it adds,
 // not the file's size. Appending starts from a local copy of the file; truncating rewrites at most one part. A
 // directory "rename" copies every file server-side (a file still in parts is composed; `_mmirage.json`, the
-// manifest of a published output, last) and then deletes the source; ExchangeFiles and LinkFile are kUnavailable
-// (callers fall back to rename or copy); SyncDir is a no-op (an object is durable once its upload returns).
-// LockFile cannot exclude another process: it returns a lock that holds nothing (the executors never run one shard
-// twice at once).
+// manifest of a published output, last) and then deletes the source; LinkFile is a server-side copy;
+// ExchangeFiles is kUnavailable (callers fall back to rename); SyncDir is a no-op (an object is durable once its upload
+// returns). LockFile cannot exclude another process: it returns a lock that holds nothing (the executors never run one
+// shard twice at once).
 #include <arrow/filesystem/filesystem.h>
 #include <fnmatch.h>
 
@@ -32,6 +32,8 @@ using arrow::fs::FileInfo;
 using arrow::fs::FileType;
 // The largest ranged read: fewer, bigger requests (a store may cost per request, or per object touched).
 constexpr size_t kChunk = 32 << 20;
+// The largest object S3's CopyObject copies in one request.
+constexpr int64_t kMaxCopyBytes = int64_t{5} << 30;
 
 std::string SpoolDir() {
   const char* dir = std::getenv("TMPDIR");
@@ -207,8 +209,15 @@ class ObjectStoreEnv final : public Env {
     return Status::Unavailable(a + " <-> " + b + ": object storage cannot exchange");
   }
   Status SyncDir(const std::string&) override { return Status::OK(); }
+  // A server-side copy. kUnavailable for a file still in parts or past the store's single-copy limit.
   Status LinkFile(const std::string& from, const std::string& to) override {
-    return Status::Unavailable(from + " -> " + to + ": object storage has no links");
+    MMIRAGE_ASSIGN_OR_RETURN(std::string to_key, S3Key(to));
+    const std::string what = from + " -> " + to;
+    MMIRAGE_ASSIGN_OR_RETURN(ObjectLayout layout, FileLayout(from));
+    if (!layout.parts.empty() || layout.size > kMaxCopyBytes)
+      return Status::Unavailable(what + ": no single server-side copy of this object");
+    arrow::Status st = fs_->CopyFile(layout.whole.path(), to_key);
+    return st.ok() ? Status::OK() : FromArrow(st, what);
   }
   Result<uint64_t> GetFileSize(const std::string& path) override {
     MMIRAGE_ASSIGN_OR_RETURN(ObjectLayout layout, FileLayout(path));
