@@ -97,7 +97,8 @@ class Env {
 // rename over path, sync the directory; removes the temp on failure. Readers see the old or the new content, never
 // a mix. The temp name is unique per call (`<path>.tmp.<process nonce>.<n>`), so two processes or threads replacing
 // the same file never write into each other's temp: the last rename wins, whole. A crash between create and rename
-// may leave such a temp behind; readers never open it.
+// may leave such a temp behind; readers never open it. On object storage (a path with a URL scheme) an upload is
+// atomic and durable by itself: the file is uploaded in place, no temp.
 // durable = false skips both syncs (still atomic, not durable): for advisory files (heartbeat, progress) that are
 // rewritten every few seconds and must not cost an fsync each on a shared file system.
 Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents, bool durable = true);

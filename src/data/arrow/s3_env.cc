@@ -85,10 +85,15 @@ class S3WritableFile final : public WritableFile {
   ~S3WritableFile() override {
     if (out_ != nullptr) (void)Close();  // what was appended is kept, as a local file's bytes would be
   }
+  // A failed Append is sticky: Sync and Close then upload nothing, so that a torn spool never replaces the object
+  // (what the last Sync uploaded stays).
   Status Append(std::string_view data) override {
+    if (!failed_.ok()) return failed_;
     dirty_ = true;
     size_ += data.size();
-    return out_->Append(data);
+    Status st = out_->Append(data);
+    if (!st.ok()) failed_ = st;
+    return st;
   }
   Status Flush() override { return out_->Flush(); }
   Status Sync() override;
@@ -121,9 +126,11 @@ class S3WritableFile final : public WritableFile {
   uint64_t parts_ = 0;   // parts in the store; 0: the store holds a whole object (or nothing yet)
   bool uploaded_;        // whether this file exists in the store
   bool dirty_;
+  Status failed_;  // of the first failed Append
 };
 
 Status S3WritableFile::Sync() {
+  if (!failed_.ok()) return failed_;
   if (!dirty_) return Status::OK();
   if (!uploaded_) {
     MMIRAGE_TRY(UploadSpool(0, key_));
@@ -145,8 +152,8 @@ Status S3WritableFile::Sync() {
 
 Status S3WritableFile::Close() {
   if (out_ == nullptr) return Status::OK();
-  Status st;
-  if (parts_ > 0) {
+  Status st = failed_;
+  if (st.ok() && parts_ > 0) {
     // One whole object from the spool (it wins over the parts at once), then the parts go.
     st = UploadSpool(0, key_);
     if (st.ok()) st = DeleteAllParts(fs_.get(), key_, path_);
