@@ -404,7 +404,8 @@ Status ObjectStoreEnv::CopyTree(const std::string& from_key, const std::string& 
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());
   std::stable_partition(files.begin(), files.end(), [](const std::string& f) {
-    return f.size() < 13 || f.substr(f.size() - 13) != "/_mmirage.json";
+    const std::string manifest = "/_mmirage.json";
+    return f.size() < manifest.size() || f.compare(f.size() - manifest.size(), manifest.size(), manifest) != 0;
   });
   arrow::Status st = fs_->CreateDir(to_key, /*recursive=*/true);
   for (const auto& d : dirs) {
