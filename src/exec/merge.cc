@@ -9,6 +9,7 @@
 #include "data/dataset.h"
 #include "data/hf_writer.h"
 #include "data/output_reader.h"
+#include "pipeline/shard_writer.h"
 #include "util/hex.h"
 #include "util/log.h"
 #include "util/parse_int.h"
@@ -180,6 +181,36 @@ Status MergeTable(Env* env, const std::vector<std::string>& tables, const std::s
   return Status::OK();
 }
 
+// Whether the file ends in '\n' (an empty file does not). Reads its last byte only.
+Result<bool> EndsInNewline(Env* env, const std::string& path) {
+  MMIRAGE_ASSIGN_OR_RETURN(uint64_t size, env->GetFileSize(path));
+  if (size == 0) return false;
+  MMIRAGE_ASSIGN_OR_RETURN(auto in, env->NewSequentialFile(path));
+  MMIRAGE_TRY(in->Skip(size - 1));
+  char last = 0;
+  MMIRAGE_ASSIGN_OR_RETURN(size_t n, in->Read(1, &last));
+  return n == 1 && last == '\n';
+}
+
+// Links (on object storage: copies server-side) the data.jsonl of `shard` into `out_dir` when that is provably what
+// CopyLines would write: a single table published by mmirage (its `_mmirage.json` counts the rows; the shard writer
+// writes one row per line, no blank line) that ends in '\n'. Adds its rows to *rows. false: not provable, or the
+// Env cannot link; the caller copies the lines. Saves moving the whole output through the process twice.
+Result<bool> LinkPublishedJsonl(Env* env, const ShardContent& shard, const std::string& out_dir, int64_t* rows) {
+  if (!shard.splits.empty() || shard.format != OutputFormat::kJsonl) return false;
+  if (Basename(shard.dir) != "shard_" + std::to_string(shard.id)) return false;  // e.g. shard_07
+  std::optional<pipeline::CompletedShard> done = pipeline::ReadCompletedShard(env, Dirname(shard.dir), shard.id);
+  if (!done || done->rows_written <= 0) return false;
+  const std::string from = JoinPath(shard.dir, "data.jsonl");
+  MMIRAGE_ASSIGN_OR_RETURN(bool newline_end, EndsInNewline(env, from));
+  if (!newline_end) return false;
+  Status ln = env->LinkFile(from, JoinPath(out_dir, "data.jsonl"));
+  if (ln.IsUnavailable()) return false;
+  MMIRAGE_TRY(ln);
+  *rows += done->rows_written;
+  return true;
+}
+
 std::string RandomSuffix() {
   std::mt19937_64 rng{std::random_device{}()};
   return Hex64(rng());
@@ -324,6 +355,10 @@ Result<std::vector<ShardContent>> SelectShards(Env* env, const Candidates& candi
 // and dataset_dict.json. Adds the rows written to *rows. REQUIRES: shards agree (SelectShards).
 Status WriteMergedTables(Env* env, const std::vector<ShardContent>& shards, const std::string& tmp, int64_t* rows) {
   const OutputFormat format = shards[0].format;
+  if (shards.size() == 1) {
+    MMIRAGE_ASSIGN_OR_RETURN(bool linked, LinkPublishedJsonl(env, shards[0], tmp, rows));
+    if (linked) return Status::OK();
+  }
   if (shards[0].splits.empty()) {
     std::vector<std::string> tables;
     for (const auto& s : shards) tables.push_back(s.dir);

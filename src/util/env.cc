@@ -7,6 +7,8 @@
 #include <random>
 #include <vector>
 
+#include "util/env_schemes.h"
+
 namespace mmirage {
 
 namespace {
@@ -43,7 +45,17 @@ Result<uint64_t> Env::GetFileModificationMicros(const std::string& path) {
 
 namespace {
 
+// Object storage (a path with a URL scheme): one upload replaces an object atomically and durably, so the file is
+// written in place — one request instead of a temp's upload, copy and delete.
+Status ReplaceObject(Env* env, const std::string& path, std::string_view contents) {
+  MMIRAGE_ASSIGN_OR_RETURN(auto file, env->NewWritableFile(path));
+  MMIRAGE_TRY(file->Append(contents));
+  MMIRAGE_TRY(file->Sync());
+  return file->Close();
+}
+
 Status ReplaceFile(Env* env, const std::string& path, std::string_view contents, bool sync_file, bool sync_dir) {
+  if (!PathScheme(path).empty()) return ReplaceObject(env, path, contents);
   const std::string tmp = path + ".tmp." + ProcessNonce() + "." + std::to_string(++temp_counter);
   Status s;
   {

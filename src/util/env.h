@@ -63,8 +63,9 @@ class Env {
   // caller's business: returns kUnavailable if the file system cannot exchange.
   virtual Status ExchangeFiles(const std::string& a, const std::string& b) = 0;
   virtual Status SyncDir(const std::string& dir) = 0;
-  // Hard link `to` → the file `from`. kUnavailable when the file system cannot (other device, no hard links): the
-  // caller copies instead.
+  // `to` (which must not exist) gets the bytes of the file `from` without passing them through the process: a hard
+  // link, or on object storage a server-side copy (so later changes to one need not show in the other). kUnavailable
+  // when the file system cannot (other device, no hard links, too big to copy at once): the caller copies instead.
   virtual Status LinkFile(const std::string& from, const std::string& to) = 0;
   virtual Result<uint64_t> GetFileSize(const std::string& path) = 0;
   // Last modification time, microseconds since the epoch. Default: kUnavailable (an Env without the notion).
@@ -96,7 +97,8 @@ class Env {
 // rename over path, sync the directory; removes the temp on failure. Readers see the old or the new content, never
 // a mix. The temp name is unique per call (`<path>.tmp.<process nonce>.<n>`), so two processes or threads replacing
 // the same file never write into each other's temp: the last rename wins, whole. A crash between create and rename
-// may leave such a temp behind; readers never open it.
+// may leave such a temp behind; readers never open it. On object storage (a path with a URL scheme) an upload is
+// atomic and durable by itself: the file is uploaded in place, no temp.
 // durable = false skips both syncs (still atomic, not durable): for advisory files (heartbeat, progress) that are
 // rewritten every few seconds and must not cost an fsync each on a shared file system.
 Status WriteFileAtomically(Env* env, const std::string& path, std::string_view contents, bool durable = true);

@@ -96,6 +96,22 @@ TEST_F(RunTest, MergeTrueMergesAfterASuccessfulRun) {
   EXPECT_EQ(ReadLines(dir_.Path("out/merged/data.jsonl")).size(), 50u);
 }
 
+TEST_F(RunTest, OneJsonlShardIsMergedByLinkUnlessItsLastLineLacksANewline) {
+  std::string cfg = Config("", "execution_params:\n  merge: true\n");
+  auto r = RunMmirage("run --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string shard = dir_.Path("out/shard_0/data.jsonl"), merged = dir_.Path("out/merged/data.jsonl");
+  EXPECT_EQ(ReadFile(merged), ReadFile(shard));
+  EXPECT_EQ(RunCommand("stat -c %h '" + merged + "'").out, "2\n");  // linked, not copied
+  std::string text = ReadFile(shard);
+  WriteFile(shard, text.substr(0, text.size() - 1));  // not what mmirage writes: the lines are copied
+  auto m = RunMmirage("merge --config " + cfg);
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_NE((m.out + m.err).find("shards=1 rows=50 "), std::string::npos) << m.out << m.err;
+  EXPECT_EQ(ReadFile(merged), text);
+  EXPECT_EQ(RunCommand("stat -c %h '" + merged + "'").out, "1\n");
+}
+
 TEST_F(RunTest, BadRowsAreRecordedNeverWrittenAndFailTheShard) {
   std::string data = MakeRows(5);
   data += "{\"id\":5,\"meta\":{\"lang\":\"en\"},\"tags\":[]}\n";  // no text

@@ -114,9 +114,18 @@ TEST_F(S3Test, EveryOutputFormatFromAndToTheBucketMatchesLocal) {
                    "  output_schema: {id: \"{{ id }}\"}\n" +
                    Retrying("");
   WriteFile(d.Path("pq.yaml"), pq);
-  auto r = RunMmirage("run --config " + d.Path("pq.yaml") + " --log-level WARNING");
+  auto r = RunMmirage("run --config " + d.Path("pq.yaml") + " --log-level INFO");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(CatLines(Url("fmt/out_pq/merged")).size(), 30u);
+  // One JSONL shard: merged by a server-side copy, byte for byte what copying its lines writes, rows counted.
+  EXPECT_NE((r.out + r.err).find("shards=1 rows=30 "), std::string::npos) << r.out << r.err;
+  std::string get = std::string(MMIRAGE_DIST_PYTHON) + " " + MMIRAGE_SOURCE_DIR + "/tests/e2e/s3_server.py get " +
+                    endpoint_ + " " + kBucket + " ";
+  auto shard = RunCommand(get + "fmt/out_pq/shard_0/data.jsonl"),
+       merged = RunCommand(get + "fmt/out_pq/merged/data.jsonl");
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  EXPECT_EQ(std::count(merged.out.begin(), merged.out.end(), '\n'), 30);
+  EXPECT_EQ(merged.out, shard.out);
 }
 
 TEST_F(S3Test, KillNineMidRunThenResumeGivesTheLocalOutput) {

@@ -6,10 +6,10 @@
 // and why a kill at any moment leaves at least what the last Sync uploaded). So a commit costs the bytes it adds,
 // not the file's size. Appending starts from a local copy of the file; truncating rewrites at most one part. A
 // directory "rename" copies every file server-side (a file still in parts is composed; `_mmirage.json`, the
-// manifest of a published output, last) and then deletes the source; ExchangeFiles and LinkFile are kUnavailable
-// (callers fall back to rename or copy); SyncDir is a no-op (an object is durable once its upload returns).
-// LockFile cannot exclude another process: it returns a lock that holds nothing (the executors never run one shard
-// twice at once).
+// manifest of a published output, last) and then deletes the source; LinkFile is a server-side copy;
+// ExchangeFiles is kUnavailable (callers fall back to rename); SyncDir is a no-op (an object is durable once its upload
+// returns). LockFile cannot exclude another process: it returns a lock that holds nothing (the executors never run one
+// shard twice at once).
 #include <arrow/filesystem/filesystem.h>
 #include <fnmatch.h>
 
@@ -32,6 +32,8 @@ using arrow::fs::FileInfo;
 using arrow::fs::FileType;
 // The largest ranged read: fewer, bigger requests (a store may cost per request, or per object touched).
 constexpr size_t kChunk = 32 << 20;
+// The largest object S3's CopyObject copies in one request.
+constexpr int64_t kMaxCopyBytes = int64_t{5} << 30;
 
 std::string SpoolDir() {
   const char* dir = std::getenv("TMPDIR");
@@ -83,10 +85,15 @@ class S3WritableFile final : public WritableFile {
   ~S3WritableFile() override {
     if (out_ != nullptr) (void)Close();  // what was appended is kept, as a local file's bytes would be
   }
+  // A failed Append is sticky: Sync and Close then upload nothing, so that a torn spool never replaces the object
+  // (what the last Sync uploaded stays).
   Status Append(std::string_view data) override {
+    if (!failed_.ok()) return failed_;
     dirty_ = true;
     size_ += data.size();
-    return out_->Append(data);
+    Status st = out_->Append(data);
+    if (!st.ok()) failed_ = st;
+    return st;
   }
   Status Flush() override { return out_->Flush(); }
   Status Sync() override;
@@ -119,9 +126,11 @@ class S3WritableFile final : public WritableFile {
   uint64_t parts_ = 0;   // parts in the store; 0: the store holds a whole object (or nothing yet)
   bool uploaded_;        // whether this file exists in the store
   bool dirty_;
+  Status failed_;  // of the first failed Append
 };
 
 Status S3WritableFile::Sync() {
+  if (!failed_.ok()) return failed_;
   if (!dirty_) return Status::OK();
   if (!uploaded_) {
     MMIRAGE_TRY(UploadSpool(0, key_));
@@ -143,8 +152,8 @@ Status S3WritableFile::Sync() {
 
 Status S3WritableFile::Close() {
   if (out_ == nullptr) return Status::OK();
-  Status st;
-  if (parts_ > 0) {
+  Status st = failed_;
+  if (st.ok() && parts_ > 0) {
     // One whole object from the spool (it wins over the parts at once), then the parts go.
     st = UploadSpool(0, key_);
     if (st.ok()) st = DeleteAllParts(fs_.get(), key_, path_);
@@ -207,8 +216,15 @@ class ObjectStoreEnv final : public Env {
     return Status::Unavailable(a + " <-> " + b + ": object storage cannot exchange");
   }
   Status SyncDir(const std::string&) override { return Status::OK(); }
+  // A server-side copy. kUnavailable for a file still in parts or past the store's single-copy limit.
   Status LinkFile(const std::string& from, const std::string& to) override {
-    return Status::Unavailable(from + " -> " + to + ": object storage has no links");
+    MMIRAGE_ASSIGN_OR_RETURN(std::string to_key, S3Key(to));
+    const std::string what = from + " -> " + to;
+    MMIRAGE_ASSIGN_OR_RETURN(ObjectLayout layout, FileLayout(from));
+    if (!layout.parts.empty() || layout.size > kMaxCopyBytes)
+      return Status::Unavailable(what + ": no single server-side copy of this object");
+    arrow::Status st = fs_->CopyFile(layout.whole.path(), to_key);
+    return st.ok() ? Status::OK() : FromArrow(st, what);
   }
   Result<uint64_t> GetFileSize(const std::string& path) override {
     MMIRAGE_ASSIGN_OR_RETURN(ObjectLayout layout, FileLayout(path));
@@ -388,7 +404,8 @@ Status ObjectStoreEnv::CopyTree(const std::string& from_key, const std::string& 
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());
   std::stable_partition(files.begin(), files.end(), [](const std::string& f) {
-    return f.size() < 13 || f.substr(f.size() - 13) != "/_mmirage.json";
+    const std::string manifest = "/_mmirage.json";
+    return f.size() < manifest.size() || f.compare(f.size() - manifest.size(), manifest.size(), manifest) != 0;
   });
   arrow::Status st = fs_->CreateDir(to_key, /*recursive=*/true);
   for (const auto& d : dirs) {
