@@ -86,8 +86,13 @@ class OpenAiE2eTest : public ::testing::Test {
     }
   }
   static void TearDownTestSuite() {
+    bool healthy = server_ != nullptr;
     delete server_;
     server_ = nullptr;
+    if (healthy) {  // else its log stays for the failures that name it
+      delete log_dir_;
+      log_dir_ = nullptr;
+    }
   }
   static bool IsRegularFileOnDisk(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
 

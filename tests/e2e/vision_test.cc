@@ -27,14 +27,15 @@ struct VlmFiles {
 
 // The VLM (model.gguf + mmproj-model.gguf in one folder), made once per test binary.
 const VlmFiles& Vlm() {
-  static VlmFiles* v = [] {
-    auto* f = new VlmFiles();
-    f->model_dir = f->dir.Path("vlm");
-    auto r = RunCommand("'" + MakeTestModelTool() + "' --vlm --seed 11 --out '" + f->model_dir + "'");
-    if (r.exit_code != 0) f->error = "mmirage-make-test-model --vlm failed: " + r.err;
-    return f;
+  static VlmFiles f;  // its folder is removed at exit
+  static const bool made = [] {
+    f.model_dir = f.dir.Path("vlm");
+    auto r = RunCommand("'" + MakeTestModelTool() + "' --vlm --seed 11 --out '" + f.model_dir + "'");
+    if (r.exit_code != 0) f.error = "mmirage-make-test-model --vlm failed: " + r.err;
+    return true;
   }();
-  return *v;
+  (void)made;
+  return f;
 }
 
 // Synthetic images under the original's names (PNG data: the engines sniff the format from the bytes).
