@@ -32,7 +32,8 @@ class S3Test : public ::testing::Test {
       FILE* f = std::freopen(log.c_str(), "w", stderr);
       f = std::freopen(log.c_str(), "a", stdout);
       (void)f;
-      ::execl(python.c_str(), python.c_str(), script.c_str(), "serve", port_file.c_str(), static_cast<char*>(nullptr));
+      ::execl(python.c_str(), python.c_str(), script.c_str(), "serve", port_file.c_str(), "log",
+              static_cast<char*>(nullptr));
       ::_exit(127);
     }
     if (WaitFor([&] { return !ReadFile(port_file).empty(); }, 60)) {
@@ -126,6 +127,32 @@ TEST_F(S3Test, EveryOutputFormatFromAndToTheBucketMatchesLocal) {
   ASSERT_EQ(merged.exit_code, 0) << merged.err;
   EXPECT_EQ(std::count(merged.out.begin(), merged.out.end(), '\n'), 30);
   EXPECT_EQ(merged.out, shard.out);
+}
+
+// There is no rename on object storage: a shard is published by copying its objects, and the manifest
+// `_mmirage.json` must be the last one written (state_format.md "On object storage"): a publish cut short never leaves
+// a manifest over missing data. Read from the server's request log.
+TEST_F(S3Test, PublishingWritesTheManifestLast) {
+  TempDir d;
+  WriteFile(d.Path("data.jsonl"), MakeRows(40));
+  Put(d.Path("data.jsonl"), "pub/in/data.jsonl");
+  WriteFile(d.Path("c.yaml"), RestructureConfig(Url("pub/in/data.jsonl"), Url("pub/out"), Url("pub/state"),
+                                                "  num_shards: 1\n", Retrying("")));
+  auto r = RunMmirage("run --config " + d.Path("c.yaml") + " --log-level WARNING");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // moto logs one line a request: ... "PUT /<bucket>/<key> HTTP/1.1" 200 ...
+  const std::string shard = std::string("\"PUT /") + kBucket + "/pub/out/shard_0/";
+  std::vector<std::string> puts;
+  for (const auto& line : ReadLines(dir_->Path("server.log"))) {
+    size_t at = line.find(shard);
+    if (at == std::string::npos) continue;
+    std::string key = line.substr(at + shard.size(), line.find(' ', at + 5) - at - shard.size());
+    if (!key.empty() && key.back() != '/') puts.push_back(key);  // not a folder marker
+  }
+  ASSERT_GE(puts.size(), 2u) << ReadFile(dir_->Path("server.log")).substr(0, 3000);
+  EXPECT_EQ(puts.back(), "_mmirage.json");
+  EXPECT_NE(std::find(puts.begin(), puts.end(), "data.jsonl"), puts.end());
+  EXPECT_EQ(std::count(puts.begin(), puts.end(), "_mmirage.json"), 1);
 }
 
 TEST_F(S3Test, KillNineMidRunThenResumeGivesTheLocalOutput) {
